@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from fleetsieve.errors import InputError
-from fleetsieve.metrics import GRID_METRIC_COLUMNS
+from fleetsieve.metrics import GRID_METRIC_COLUMNS, SLO_METRICS
 from fleetsieve.records import Cell, Measurement, Status
 
 GRID_FORMAT_VERSION = 1
@@ -86,23 +86,41 @@ def _parse_value(column: str, text: str, where: str) -> float | int:
     return value
 
 
+def _parse_status(row: dict[str, str], where: str) -> Status:
+    status_text = (row.get("status") or "OK").strip() or "OK"
+    try:
+        return Status(status_text)
+    except ValueError:
+        raise InputError(where, f"column 'status': unknown status {status_text!r}") from None
+
+
+def _parse_metric(column: str, text: str, status: Status, where: str) -> float:
+    # A failed or aborted run may lack metrics; an OK run must report every one.
+    if status is not Status.OK and text.strip().lower() in ("", "nan"):
+        return math.nan
+    return float(_parse_value(column, text.strip(), where))
+
+
+def _extra_slo_metrics(row: dict[str, str], status: Status, where: str) -> dict[str, float]:
+    """Optional latency columns (e.g. ``median_ttft_ms``) that an SLO may name."""
+    return {c: _parse_metric(c, row.get(c) or "", status, where) for c in row if c in SLO_METRICS and c not in GRID_METRIC_COLUMNS}
+
+
 def _row_to_measurement(row: dict[str, str], where: str) -> Measurement:
-    vals = {c: _parse_value(c, (row.get(c) or "").strip(), where) for c in REQUIRED_COLUMNS if c != "workload"}
+    status = _parse_status(row, where)
+    id_cost = [c for c in ID_COLUMNS + COST_COLUMNS if c != "workload"]
+    vals = {c: _parse_value(c, (row.get(c) or "").strip(), where) for c in id_cost}
+    vals.update({c: _parse_metric(c, row.get(c) or "", status, where) for c in GRID_METRIC_COLUMNS})
     workload = (row.get("workload") or "").strip()
     if not workload:
         raise InputError(where, "column 'workload': empty")
     if vals["tp"] <= 0 or vals["load_rps"] <= 0:
         raise InputError(where, "tp and load_rps must be positive")
-    status_text = (row.get("status") or "OK").strip() or "OK"
-    try:
-        status = Status(status_text)
-    except ValueError:
-        raise InputError(where, f"column 'status': unknown status {status_text!r}") from None
     known = set(REQUIRED_COLUMNS) | {"status", "reason"}
     return Measurement(
         cell=Cell(workload, int(vals["tp"]), float(vals["load_rps"])),
         status=status,
-        metrics={c: float(vals[c]) for c in GRID_METRIC_COLUMNS},
+        metrics={**_extra_slo_metrics(row, status, where), **{c: float(vals[c]) for c in GRID_METRIC_COLUMNS}},
         gpu_seconds=float(vals["gpu_seconds"]), duration_s=float(vals["duration_s"]),
         repeat=int(vals["repeat"]), num_requests=int(vals["num_requests"]), completed=int(vals["completed"]),
         reason=(row.get("reason") or None),
