@@ -177,7 +177,7 @@ def test_bad_sample_arguments_are_input_errors(kwargs, message):
 
 
 def test_trace_arrivals_need_timestamps():
-    with pytest.raises(InputError, match="'summarize' has no timestamps"):
+    with pytest.raises(InputError, match="'summarize': has no timestamps"):
         get_workload("summarize").sample(rate_rps=1.0, duration_s=10.0, arrival="trace")
 
 
