@@ -1,0 +1,25 @@
+"""Profiling strategies: plugins behind the ``Strategy`` protocol (see ``base.py``).
+
+``STRATEGIES`` is the one place strategies are registered: name -> "module:Class".
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Mapping
+
+from fleetsieve.errors import InputError
+from fleetsieve.strategies.base import ProfilingState, Strategy, StrategyArgs
+
+STRATEGIES: dict[str, str] = {}
+
+
+def make_strategy(name: str, args: Mapping[str, Any] | None = None) -> Strategy:
+    """Instantiate a registered strategy; unknown names list the available ones."""
+    if name not in STRATEGIES:
+        raise InputError("--strategy", f"unknown strategy {name!r} (available: {', '.join(sorted(STRATEGIES))})")
+    module, _, cls = STRATEGIES[name].partition(":")
+    return getattr(importlib.import_module(module), cls)(args)
+
+
+__all__ = ["STRATEGIES", "ProfilingState", "Strategy", "StrategyArgs", "make_strategy"]
