@@ -1,0 +1,96 @@
+"""The client side of the OpenAI-compatible streaming API: request bodies and SSE parsing.
+
+Prompts are sent as token ids on ``/v1/completions`` (vLLM and SGLang accept a list of ints
+as ``prompt``), so the prompt length is exact and no tokenizer is needed. Chat requests carry
+text built from one-token words, which is only approximately ``prompt_tokens`` long once the
+chat template is applied. Output lengths are forced with ``max_tokens`` + ``min_tokens`` +
+``ignore_eos``. Random ids per request keep the engine's prefix cache from flattering TTFT.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Api = Literal["completions", "chat"]
+PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
+#: Token ids safe for any tokenizer with a vocabulary of at least 32k (skips special ids).
+_ID_RANGE = (1000, 30000)
+#: Short English words that are one token each in common BPE vocabularies.
+_WORDS = tuple("the of and to in is it you that he was for on are as with his they at be this".split())
+
+
+def build_body(api: Api, model: str, prompt_tokens: int, output_tokens: int,
+               rng: np.random.Generator, force_output_length: bool = True) -> bytes:
+    """The JSON body of one streamed request."""
+    body: dict[str, object] = {
+        "model": model, "max_tokens": int(output_tokens), "stream": True,
+        "stream_options": {"include_usage": True}, "temperature": 0.0,
+    }
+    if force_output_length:
+        body.update({"min_tokens": int(output_tokens), "ignore_eos": True})
+    if api == "completions":
+        body["prompt"] = rng.integers(*_ID_RANGE, size=max(1, int(prompt_tokens))).tolist()
+    else:
+        picks = rng.integers(0, len(_WORDS), size=max(1, int(prompt_tokens)))
+        body["messages"] = [{"role": "user", "content": " ".join(_WORDS[i] for i in picks)}]
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+@dataclass
+class StreamParser:
+    """Incremental SSE parser: feed it raw bytes, it reports content chunks and the end.
+
+    ``content_chunks`` counts ``data:`` events that carry generated text; ``usage_tokens``
+    is the server's ``completion_tokens`` when it sent usage; ``error`` is an in-stream error.
+    """
+
+    api: Api
+    content_chunks: int = 0
+    usage_tokens: int | None = None
+    done: bool = False
+    error: str | None = None
+    _buffer: bytes = field(default=b"", repr=False)
+
+    def feed(self, data: bytes) -> int:
+        """Consume bytes; return how many new content chunks they completed."""
+        self._buffer += data
+        *events, self._buffer = self._buffer.split(b"\n\n")
+        before = self.content_chunks
+        for event in events:
+            for line in event.split(b"\n"):
+                if line.startswith(b"data:"):
+                    self._data(line[5:].strip())
+        return self.content_chunks - before
+
+    def _data(self, payload: bytes) -> None:
+        if payload == b"[DONE]":
+            self.done = True
+            return
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            self.error = f"malformed stream event: {payload[:80]!r}"
+            return
+        if isinstance(obj, dict) and obj.get("error"):
+            self.error = f"server error in stream: {str(obj['error'])[:200]}"
+            return
+        self._count(obj)
+
+    def _count(self, obj: dict) -> None:
+        usage = obj.get("usage")
+        if usage and usage.get("completion_tokens") is not None:
+            self.usage_tokens = int(usage["completion_tokens"])
+        for choice in obj.get("choices") or ():
+            text = choice.get("text") if self.api == "completions" else (choice.get("delta") or {}).get("content")
+            if text:
+                self.content_chunks += 1
+                return
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage_tokens if self.usage_tokens is not None else self.content_chunks
