@@ -180,26 +180,22 @@ def measurement_to_row(m: Measurement) -> dict[str, object]:
 
 
 def write_grid(measurements: Iterable[Measurement], path: str | Path, append: bool = False) -> None:
-    """Write (or append) measurements as a version-1 grid CSV."""
+    """Write (or append) measurements as a version-1 grid CSV, atomically."""
     path = Path(path)
-    rows = [measurement_to_row(m) for m in measurements]
-    existing = append and path.exists() and path.stat().st_size > 0
-    columns = _columns(rows, load_grid(path).measurements if existing else ())
-    data = [measurement_to_row(m) for m in (load_grid(path).measurements if existing else ())] + rows
+    previous = load_grid(path).measurements if append and path.exists() and path.stat().st_size > 0 else ()
+    rows = [measurement_to_row(m) for m in (*previous, *measurements)]
     buf = io.StringIO()
     buf.write(f"{VERSION_PREFIX} {GRID_FORMAT_VERSION}\n")
-    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=_columns(rows), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(data)
+    writer.writerows(rows)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(buf.getvalue())
-    tmp.replace(path)  # atomic: a crash never leaves a half-written grid
+    tmp.replace(path)  # a crash never leaves a half-written grid
 
 
-def _columns(rows: Sequence[dict[str, object]], previous: Iterable[Measurement]) -> list[str]:
+def _columns(rows: Sequence[dict[str, object]]) -> list[str]:
     columns = list(REQUIRED_COLUMNS) + ["status"]
-    for m in previous:
-        columns += [k for k in m.extra if k not in columns]
     for row in rows:
         columns += [k for k in row if k not in columns]
     return columns
