@@ -14,8 +14,9 @@ DEFAULT_HOST = "127.0.0.1"  # loopback only unless the user asks for more
 READY_PREFIX = "serve-sim listening on "
 
 
-async def _start(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+async def _start(app: web.Application, host: str, port: int, shutdown_s: float = 5.0) -> tuple[web.AppRunner, str]:
+    # shutdown_s bounds how long stopping waits for streams still open
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=shutdown_s)
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=1024)
     await site.start()
@@ -53,7 +54,7 @@ class ServerThread:
 
         def run() -> None:
             asyncio.set_event_loop(self._loop)
-            self._runner, self.url = self._loop.run_until_complete(_start(self.app, self.host, self.port))
+            self._runner, self.url = self._loop.run_until_complete(_start(self.app, self.host, self.port, 0.5))
             ready.set()
             self._loop.run_forever()
 
