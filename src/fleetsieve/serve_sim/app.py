@@ -182,8 +182,11 @@ async def _complete(request: web.Request, chat: bool) -> web.StreamResponse:
         while not progress.finished:
             await progress.take()
         return _whole(parsed, progress, chunks)
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:
         driver.forget(rid)  # the client went away; the engine finishes the request unobserved
+        return web.Response(status=499)  # never sent: the connection is gone
+    except asyncio.CancelledError:
+        driver.forget(rid)
         raise
 
 
