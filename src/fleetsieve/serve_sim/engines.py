@@ -65,8 +65,10 @@ def make_token_source(kind: str, *, model: str, gpu: str, tp: int, precision: st
     """Build the engine behind serve-sim: ``"sim"`` (the simulator) or ``"fixed"``."""
     if kind == "fixed":
         return FixedStepEngine(step_s=step_ms / 1e3)
-    from fleetsieve.sim import make_engine  # the simulator is optional for the fixed mode
-
+    try:
+        from fleetsieve.sim import make_engine  # the simulator is optional for the fixed mode
+    except ImportError:
+        from fleetsieve.sim.factory import make_engine
     return make_engine(model=model, gpu=gpu, tp=tp, precision=precision)
 
 
