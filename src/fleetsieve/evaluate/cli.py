@@ -13,7 +13,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from fleetsieve.errors import InputError
 from fleetsieve.evaluate.compare import CompareOptions, CompareResult, run_compare, strategy_names, total_ticks
 from fleetsieve.evaluate.experiment import registered_factories
-from fleetsieve.evaluate.plots import write_plots
 from fleetsieve.evaluate.report import render, to_json
 from fleetsieve.grid import load_grid
 from fleetsieve.spec import load_spec
@@ -63,6 +62,8 @@ def compare(
     if json_out is not None:
         json_out.write_text(json.dumps(to_json(result), indent=1))
     if plots is not None:
+        from fleetsieve.evaluate.plots import write_plots  # matplotlib loads only when plots are asked for
+
         write_plots(result, plots)
 
 
