@@ -15,7 +15,7 @@ from fleetsieve.serve_sim.server import DEFAULT_HOST, serve_until_signalled
 
 def serve_sim(
     model: str = typer.Option(..., help="model name served (and expected in requests)"),
-    gpu: str = typer.Option("h100_sxm", help="GPU type known to the simulator's catalog"),
+    gpu: str = typer.Option("h100-sxm", help="GPU type known to the simulator's catalog"),
     tp: int = typer.Option(1, help="tensor-parallel degree"),
     precision: str = typer.Option("bf16", help="weight precision known to the simulator"),
     host: str = typer.Option(DEFAULT_HOST, help="bind address (loopback by default)"),

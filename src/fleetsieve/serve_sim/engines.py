@@ -107,8 +107,7 @@ class EngineDriver:
         rid = self._next_id
         self._next_id += 1
         self._sinks[rid] = sink
-        self._catch_up()
-        self.engine.add_request(rid, int(prompt_tokens), int(output_tokens), self.virtual_now)
+        self.engine.add_request(rid, int(prompt_tokens), int(output_tokens), self._arrival_time())
         self._wake.set()
         return rid
 
@@ -116,10 +115,17 @@ class EngineDriver:
         """Stop reporting to a request whose client went away (the engine still finishes it)."""
         self._sinks.pop(rid, None)
 
-    def _catch_up(self) -> None:
-        # An idle engine's clock follows the wall clock, so arrivals keep their real spacing.
-        if self.time_scale > 0:
-            self.virtual_now = max(self.virtual_now, (time.monotonic() - self._wall0) / self.time_scale)
+    def _arrival_time(self) -> float:
+        """Simulated time of an arrival now. An idle engine's clock catches up with the wall
+        clock (arrivals keep their real spacing); a busy one's is driven by its steps only, so
+        pacing jitter never inserts idle time into the simulation."""
+        if self.time_scale <= 0:
+            return self.virtual_now
+        wall_now = (time.monotonic() - self._wall0) / self.time_scale
+        if not self.engine.has_work:
+            self.virtual_now = max(self.virtual_now, wall_now)
+            return self.virtual_now
+        return min(self.virtual_now, wall_now)
 
     async def _loop(self) -> None:
         while True:

@@ -29,9 +29,15 @@ def test_window_excludes_warmup_and_cooldown_requests():
     m = summarize(records, make_window(10.0, 1.0, 1.0))
     assert m["completed"] == 1
     assert m["mean_ttft_ms"] == pytest.approx(100.0)
-    # throughput counts completions *inside* the window: only request 1 ends in [1, 9)
-    assert m["request_throughput"] == pytest.approx(1 / 8.0)
+    assert m["request_throughput"] == pytest.approx(1 / 8.0)  # one request over the 8 s window
     assert m["output_throughput"] == pytest.approx(2 / 8.0)
+
+
+def test_throughput_divides_by_the_drain_when_it_outlasts_the_window():
+    records = [rec(i, 1.0 + i, [2.0 + i, 10.0 + 2 * i]) for i in range(4)]  # last one ends at t=16
+    m = summarize(records, Window(0.0, 8.0))
+    assert m["request_throughput"] == pytest.approx(4 / 16.0)
+    assert m["output_throughput"] == pytest.approx(8 / 16.0)
 
 
 def test_failed_requests_count_as_failed_not_as_latency():

@@ -9,14 +9,17 @@ Definitions follow ``vllm bench serve``:
 * E2EL: last content chunk minus send time.
 
 Only requests *scheduled* inside the measurement window (after warm-up, before cool-down)
-count for latency; throughput counts completions and tokens that *happened* in the window.
+count. Throughput is their completions (and output tokens) divided by the time from the
+window start to the last of those completions, or by the window length if that is longer;
+an overloaded server's slow drain therefore lowers throughput instead of hiding it. This is
+the offline simulator's definition (``fleetsieve.sim.run``), so live and simulated agree.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -107,17 +110,6 @@ def _latency_arrays(done: Sequence[RequestRecord]) -> dict[str, np.ndarray]:
     }
 
 
-def _tokens_in_window(records: Iterable[RequestRecord], window: Window) -> float:
-    """Output tokens received inside the window (a chunk may carry several tokens)."""
-    total = 0.0
-    for r in records:
-        if not r.chunk_times_s:
-            continue
-        per_chunk = r.output_tokens / len(r.chunk_times_s)
-        total += per_chunk * sum(1 for t in r.chunk_times_s if window.holds(t))
-    return total
-
-
 def summarize(records: Sequence[RequestRecord], window: Window) -> dict[str, float]:
     """vLLM ``--save-result`` metrics (ms, req/s, tok/s) over the measurement window."""
     measured = [r for r in records if window.holds(r.scheduled_s)]
@@ -125,12 +117,12 @@ def summarize(records: Sequence[RequestRecord], window: Window) -> dict[str, flo
     metrics: dict[str, float] = {}
     for kind, values in _latency_arrays(done).items():
         metrics.update(_stats(kind, values))
-    finished_in_window = sum(1 for r in records if r.ok and window.holds(r.end_s))
-    out_tokens = _tokens_in_window((r for r in records if r.ok), window)
+    span = max(window.length_s, max((r.end_s for r in done), default=0.0) - window.start_s)
+    out_tokens = sum(r.output_tokens for r in done)
     in_tokens = sum(r.prompt_tokens for r in done)
-    metrics["request_throughput"] = finished_in_window / window.length_s
-    metrics["output_throughput"] = out_tokens / window.length_s
-    metrics["total_token_throughput"] = (out_tokens + in_tokens) / window.length_s
+    metrics["request_throughput"] = len(done) / span
+    metrics["output_throughput"] = out_tokens / span
+    metrics["total_token_throughput"] = (out_tokens + in_tokens) / span
     metrics["completed"] = float(len(done))
     metrics["failed"] = float(sum(1 for r in measured if not r.ok))
     return metrics
