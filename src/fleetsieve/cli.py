@@ -32,7 +32,9 @@ def _root() -> None:
     """FleetSieve: profile only what changes the fleet decision."""
 
 #: Feature modules that add commands; each exposes ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("fleetsieve.campaign_cli", "fleetsieve.evaluate.cli",
+                                     "fleetsieve.backends.openai.cli", "fleetsieve.importers.cli",
+                                     "fleetsieve.serve_sim.cli")
 
 
 def fail(err: InputError) -> "typer.Exit":
