@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -58,7 +59,8 @@ def compare(
         result = _run(spec_path, grid_path, strategies, options, quiet)
     except InputError as err:
         raise fail(err) from None
-    Console().print(render(result))
+    # piped output is read in files and logs: give the wide tables room instead of Rich's 80 columns
+    Console(width=None if sys.stdout.isatty() else 180).print(render(result))
     if json_out is not None:
         json_out.write_text(json.dumps(to_json(result), indent=1))
     if plots is not None:
