@@ -45,23 +45,27 @@ class TinyBisection(Strategy):
         return out
 
 
-def replay_setup(seed: int = 0, spec_path: Path = SPEC, grid_path: Path = GRID) -> CampaignSetup:
+def replay_setup(seed: int = 0, spec_path: Path = SPEC, grid_path: Path = GRID,
+                 strategy: str = "tiny-bisection") -> CampaignSetup:
     spec = load_spec(spec_path)
     space = space_from_grid(spec, load_grid(grid_path))
-    return CampaignSetup(spec_to_dict(spec), space_to_dict(space), "tiny-bisection", {}, "replay",
+    return CampaignSetup(spec_to_dict(spec), space_to_dict(space), strategy, {}, "replay",
                          {"grid": str(grid_path)}, seed)
 
 
-def _main(url: str, seed: int) -> None:
+def _main(url: str, seed: int, strategy: str) -> None:
+    """What ``fleetsieve run --resume --json`` does, without the CLI's start-up cost."""
+    import json
+
     from fleetsieve.backends.replay import ReplayBackend
     from fleetsieve.campaign import Campaign
     from fleetsieve.store import open_store
 
-    store = open_store(url)
-    campaign = Campaign.open(store, replay_setup(seed), TinyBisection(), resume=True)
-    campaign.run(ReplayBackend({"grid": str(GRID)}))
-    store.close()
+    with open_store(url) as store:
+        chosen = TinyBisection() if strategy == "tiny-bisection" else None
+        campaign = Campaign.open(store, replay_setup(seed, strategy=strategy), chosen, resume=True)
+        print(json.dumps(campaign.run(ReplayBackend({"grid": str(GRID)})).to_json()))
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], int(sys.argv[2]))
+    _main(sys.argv[1], int(sys.argv[2]), sys.argv[3])
