@@ -58,3 +58,23 @@ def test_replay_is_deterministic_for_a_seed():
     assert replay(SeededShuffle(), truth, 0, 7) == replay(SeededShuffle(), truth, 0, 7)
     orders = {tuple(s.cell for s in replay(SeededShuffle(), truth, 0, seed).steps[1:4]) for seed in range(5)}
     assert len(orders) > 1
+
+
+def test_noisy_boundary_repeat_can_mislead_a_single_reveal():
+    """One of three repeats at a boundary cell misses the SLO: the truth calls the cell infeasible,
+    but a replay that sees only the good repeat proves too much and recommends an overload."""
+    from fleetsieve.evaluate.truth import build_truth
+    from fleetsieve.grid import Grid
+    from fleetsieve.records import Measurement
+
+    truth = make_truth({("a", 1): 2}, {"a": 2.0}, 3, repeats=3)
+    bad = Cell("a", 1, 1.0)
+    runs = [m if not (m.cell == bad and m.repeat == 2) else
+            Measurement(bad, metrics={**m.metrics, "p99_e2el_ms": 90_000.0}, gpu_seconds=m.gpu_seconds, repeat=2)
+            for m in truth.grid.measurements]
+    noisy = build_truth(truth.spec, Grid(tuple(runs)))
+    assert noisy.capacities[("a", 1)] == 0.5
+    traces = [replay(SpaceOrder(), noisy, k, seed) for k, seed in enumerate(range(12))]
+    assert not all(t.final_is_oracle for t in traces)
+    assert any(t.slo_violation for t in traces)  # mean p99 at 1.0 req/s is (1.0 + 1.1 + 90) s / 3 > 30 s
+    assert all(not t.capped for t in traces)
