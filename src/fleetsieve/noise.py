@@ -1,0 +1,155 @@
+"""Noise-aware verdicts: a cell is feasible or infeasible only when a confidence statement says so.
+
+``noise_aware_rule(confidence)`` returns a ``VerdictRule`` (see ``knowledge.py``). Each SLO metric
+gets an interval for its true value from two sources; a cell is
+
+* INFEASIBLE when some run was aborted as infeasible, every usable run fell behind its load, or
+  some metric's lower confidence bound is over its SLO;
+* FEASIBLE when every usable run kept up and every metric's upper confidence bound is within its SLO;
+* INDETERMINATE otherwise (or when the sources contradict each other); a strategy may buy a repeat.
+
+Confidence: ``confidence`` per cell, split evenly over its SLO metrics (Bonferroni), so every
+one-sided statement is made at ``1 - (1 - confidence) / n_metrics``.
+
+Source 1, order statistics of one run (``completed`` requests, assumed i.i.d. draws from the
+cell's latency distribution, which is continuous). The reported ``pXX`` is numpy's linear
+interpolation at rank ``(n-1)*XX/100``, so it lies between two order statistics. For the true
+q-quantile, ``P(X_(j) <= q) = P(Binom(n, q) >= j)``: a reported lower quantile (p90 for a p99 SLO)
+is a distribution-free lower bound once that probability reaches the confidence, and a
+reported higher quantile (p90 for a p50 SLO) an upper bound when ``P(Binom(n, q) <= j-1)`` does.
+Nothing above p99 is reported, so the upper bound of a p99 is semi-parametric: the binomial
+bound gives the rank ``u`` the true p99 can reach, and the tail between the reported p90 and
+p99 is assumed no heavier than exponential, ``Q(u) <= p90 + (p99 - p90) * ln(0.1/(1-u)) / ln(10)``.
+Means are compared at face value (their sampling error is far below a tail quantile's).
+
+Source 2, repeats (two or more OK runs): a one-sided Student-t interval on the mean of
+log(metric) across repeats, assuming run-to-run noise is log-normal and independent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.stats import binom, t as student_t
+
+from fleetsieve.errors import InputError
+from fleetsieve.knowledge import VerdictRule
+from fleetsieve.records import Measurement, Status, Verdict
+
+_PERCENTILE = re.compile(r"^(p(\d+)|median)_(\w+)_ms$")
+_REPORTED = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
+
+
+def _quantile_of(key: str) -> tuple[float, str] | None:
+    """(q, latency kind) for keys like ``p99_e2el_ms``; None for means."""
+    match = _PERCENTILE.match(key)
+    if not match:
+        return None
+    q = 0.5 if match.group(1) == "median" else int(match.group(2)) / 100
+    return q, match.group(3)
+
+
+def _reported(run: Measurement, kind: str) -> list[tuple[float, float]]:
+    """(probability, value) of the quantiles of ``kind`` the run reports, ascending."""
+    out = [(p, run.metric(f"{stat}_{kind}_ms")) for stat, p in _REPORTED]
+    return [(p, v) for p, v in out if math.isfinite(v)]
+
+
+def _lower_bound(reported: list[tuple[float, float]], q: float, n: int, level: float) -> float:
+    """Largest reported value that the true q-quantile exceeds with probability >= level."""
+    best = -math.inf
+    for p, value in reported:
+        j = math.ceil((n - 1) * p) + 1  # the reported value is at most X_(j)
+        if p <= q and binom.sf(j - 1, n, q) >= level:
+            best = max(best, value)
+    return best
+
+
+def _upper_bound(reported: list[tuple[float, float]], q: float, n: int, level: float) -> float:
+    """Smallest value the true q-quantile stays under with probability >= level."""
+    best = math.inf
+    for p, value in reported:
+        j = math.floor((n - 1) * p) + 1  # the reported value is at least X_(j)
+        if p >= q and binom.cdf(j - 1, n, q) >= level:
+            best = min(best, value)
+    return min(best, _tail_upper_bound(reported, q, n, level))
+
+
+def _tail_upper_bound(reported: list[tuple[float, float]], q: float, n: int, level: float) -> float:
+    """Exponential-tail extrapolation from (p90, p99) to the rank the true quantile can reach."""
+    values = dict(reported)
+    if q <= 0.9 or 0.9 not in values or 0.99 not in values:
+        return math.inf
+    rank = int(binom.ppf(level, n, q)) + 1  # P(Binom(n, q) <= rank - 1) >= level
+    u = rank / (n + 1)
+    if rank > n or u <= 0.9:
+        return math.inf if rank > n else values[0.99]
+    spread = max(values[0.99] - values[0.9], 0.0)
+    return values[0.9] + spread * math.log(0.1 / (1 - u)) / math.log(10)
+
+
+def run_interval(run: Measurement, key: str, level: float) -> tuple[float, float]:
+    """(lower, upper) confidence bounds on the true value of ``key`` from one OK run."""
+    parsed = _quantile_of(key)
+    value = run.metric(key)
+    n = run.completed or run.num_requests
+    if parsed is None or n <= 1:
+        return (value, value) if parsed is None else (-math.inf, math.inf)
+    q, kind = parsed
+    reported = _reported(run, kind)
+    if not any(abs(p - q) < 1e-9 for p, _ in reported) and math.isfinite(value):
+        reported = sorted(reported + [(q, value)])
+    return _lower_bound(reported, q, n, level), _upper_bound(reported, q, n, level)
+
+
+def repeat_interval(values: Sequence[float], level: float) -> tuple[float, float]:
+    """One-sided t bounds (each at ``level``) on the typical value across repeats."""
+    logs = np.log(np.asarray([v for v in values if v > 0 and math.isfinite(v)], dtype=float))
+    if len(logs) < 2:
+        return -math.inf, math.inf
+    half = float(student_t.ppf(level, len(logs) - 1)) * float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    return float(math.exp(logs.mean() - half)), float(math.exp(logs.mean() + half))
+
+
+def _metric_claim(runs: Sequence[Measurement], key: str, bound: float, level: float) -> str:
+    """'over', 'under' or 'unknown' for one SLO metric, from every source."""
+    intervals = [run_interval(m, key, level) for m in runs] + [repeat_interval([m.metric(key) for m in runs], level)]
+    over = any(lo > bound for lo, _ in intervals)
+    under = any(hi <= bound for _, hi in intervals)
+    if over == under:
+        return "unknown"
+    return "over" if over else "under"
+
+
+def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
+                   saturation_tol: float, confidence: float) -> Verdict:
+    usable = [m for m in runs if m.status is not Status.FAILED]
+    if not usable:
+        return Verdict.UNMEASURED
+    if any(m.status is Status.ABORTED_INFEASIBLE for m in usable):
+        return Verdict.INFEASIBLE
+    behind = [m.metric("request_throughput") < (1.0 - saturation_tol) * load_rps for m in usable]
+    if all(behind):
+        return Verdict.INFEASIBLE
+    level = 1.0 - (1.0 - confidence) / max(len(slo), 1)
+    claims = [_metric_claim(usable, key, bound, level) for key, bound in slo.items()]
+    if "over" in claims:
+        return Verdict.INFEASIBLE
+    if all(c == "under" for c in claims) and not any(behind):
+        return Verdict.FEASIBLE
+    return Verdict.INDETERMINATE
+
+
+def noise_aware_rule(confidence: float = 0.95) -> VerdictRule:
+    """The noise-aware ``VerdictRule`` at ``confidence`` (see the module docstring)."""
+    if not 0.5 <= confidence < 1.0:
+        raise InputError("confidence", f"must be in [0.5, 1), got {confidence}")
+
+    def rule(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float, saturation_tol: float) -> Verdict:
+        return _noise_verdict(runs, slo, load_rps, saturation_tol, confidence)
+
+    rule.__name__ = f"noise_aware_rule_{confidence:g}"
+    return rule

@@ -1,0 +1,35 @@
+"""Helpers shared by the strategies: open cells inside a configuration's bounds, run limits."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from fleetsieve.knowledge import Config
+from fleetsieve.records import CapacityBounds, Cell, Verdict
+from fleetsieve.strategies.base import ProfilingState
+
+#: A cell whose runs all failed (or stayed indeterminate) this many times is not proposed again,
+#: so a broken cell cannot keep a campaign busy forever.
+DEFAULT_MAX_RUNS_PER_CELL = 3
+
+
+def runs_of(state: ProfilingState, cell: Cell) -> int:
+    return len(state.knowledge.runs.get(cell, ()))
+
+
+def is_open(state: ProfilingState, cell: Cell, max_runs: int) -> bool:
+    """A cell worth (re-)measuring: no verdict yet, not in flight, under the run limit."""
+    if cell in state.pending or runs_of(state, cell) >= max_runs:
+        return False
+    return state.knowledge.verdict(cell) in (Verdict.UNMEASURED, Verdict.INDETERMINATE)
+
+
+def open_levels(state: ProfilingState, config: Config, bounds: CapacityBounds, max_runs: int) -> list[float]:
+    """Levels of ``config`` strictly above ``lo`` and at most ``hi`` that are still open, ascending."""
+    w, tp = config
+    return [L for L in state.knowledge.space.levels[config]
+            if bounds.lo < L <= bounds.hi and is_open(state, Cell(w, tp, L), max_runs)]
+
+
+def unresolved(bounds: Mapping[Config, CapacityBounds]) -> list[Config]:
+    return [cfg for cfg, b in sorted(bounds.items()) if not b.resolved]

@@ -1,0 +1,137 @@
+"""``sieve``: measure the cell that most shrinks the decision gap per GPU-second.
+
+One step:
+
+1. If the decision is certified (gap within tolerance), stop.
+2. Fit the joint capacity/tail model to every measurement and turn its P(feasible) per level
+   into a capacity distribution per unresolved configuration (conditioned on the bounds).
+3. Lookahead: draw capacity vectors from those distributions; for each, find an irreducible
+   certificate plan (``_plans``). A cell's plan frequency is the share of draws needing it.
+4. Myopic term: for each candidate, the expected drop of the tolerance-normalised gap over its
+   two outcomes, weighted by the model's P(feasible).
+5. Only decision-relevant cells (an outcome moves the conservative objective or the optimistic
+   bound) may be proposed. Score = (plan frequency + weight * expected gap drop) / GPU-seconds.
+
+The certificate and the recommendation come from the monotone bounds alone, never from the
+model, so a wrong model can only cost GPU-seconds, not a wrong decision.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from fleetsieve.knowledge import Config, Knowledge
+from fleetsieve.model import CapacityDistribution, JointTailModel, capacity_distribution
+from fleetsieve.records import CapacityBounds, Cell, Decision
+from fleetsieve.strategies._common import DEFAULT_MAX_RUNS_PER_CELL, open_levels, unresolved
+from fleetsieve.strategies._plans import certificate_plan
+from fleetsieve.strategies._whatif import DecisionCache, outcomes, potential
+from fleetsieve.strategies.base import ProfilingState, Strategy, StrategyArgs
+
+
+class SieveArgs(StrategyArgs):
+    samples: int = Field(default=6, ge=0, description="capacity draws for the certificate-plan lookahead")
+    myopic_weight: float = Field(default=0.5, ge=0, description="weight of the one-step expected gap drop")
+    prior_mix: float = Field(default=0.1, ge=0, le=1, description="uniform share mixed into the model's capacity beliefs")
+    use_model: bool = Field(default=True, description="False: uniform beliefs within the bounds")
+    max_runs_per_cell: int = Field(default=DEFAULT_MAX_RUNS_PER_CELL, ge=1)
+
+
+@dataclass(frozen=True)
+class _Scored:
+    cell: Cell
+    score: float
+
+
+class Sieve(Strategy):
+    """Decision-critical profiling; see the module docstring."""
+
+    name: ClassVar[str] = "sieve"
+    Args: ClassVar[type[StrategyArgs]] = SieveArgs
+
+    def propose(self, state: ProfilingState, n: int = 1) -> list[Cell]:
+        k = state.knowledge
+        cache = DecisionCache(k.spec)
+        bounds = k.bounds()
+        now = cache(bounds)
+        if now.certified or n <= 0:
+            return []
+        open_cells = {cfg: open_levels(state, cfg, bounds[cfg], self.args.max_runs_per_cell) for cfg in unresolved(bounds)}
+        beliefs = self._beliefs(k, bounds)
+        rng = np.random.default_rng([state.seed, len(k.runs), sum(len(v) for v in k.runs.values())])
+        freq = self._plan_frequency(k, cache, bounds, beliefs, rng)
+        scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=True)
+        if not scored:
+            scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=False)
+        return _batch(scored, n, rng)
+
+    def _beliefs(self, k: Knowledge, bounds: dict[Config, CapacityBounds]) -> dict[Config, CapacityDistribution]:
+        configs = unresolved(bounds)
+        p_feasible = _model_p_feasible(k, configs) if self.args.use_model else {}
+        out = {}
+        for cfg in configs:
+            levels = k.space.levels[cfg]
+            p = p_feasible.get(cfg, np.full(len(levels), 0.5))
+            mix = self.args.prior_mix if cfg in p_feasible else 1.0
+            out[cfg] = capacity_distribution(levels, p, bounds[cfg], mix)
+        return out
+
+    def _plan_frequency(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds],
+                        beliefs: dict[Config, CapacityDistribution], rng: np.random.Generator) -> Counter[Cell]:
+        counts: Counter[Cell] = Counter()
+        for _ in range(self.args.samples):
+            kappa = {cfg: d.sample(rng) for cfg, d in beliefs.items()}
+            counts.update(certificate_plan(cache, bounds, k.space.levels, kappa, k.space.cost, rng))
+        return counts
+
+    def _score(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds], now: Decision,
+               open_cells: dict[Config, list[float]], beliefs: dict[Config, CapacityDistribution],
+               freq: Counter[Cell], only_planned: bool) -> list[_Scored]:
+        g0 = max(potential(k.spec, now), 1e-12)
+        scored = []
+        for cfg, levels in open_cells.items():
+            for load in levels:
+                cell = Cell(*cfg, load)
+                if only_planned and not freq[cell]:
+                    continue
+                after = outcomes(cache, bounds, k.space.levels[cfg], cell)
+                if not after.relevant(now):
+                    continue
+                p = beliefs[cfg].prob_at_least(load)
+                drop = g0 - (p * potential(k.spec, after.feasible) + (1 - p) * potential(k.spec, after.infeasible))
+                share = freq[cell] / max(self.args.samples, 1)
+                scored.append(_Scored(cell, (share + self.args.myopic_weight * max(drop, 0.0) / g0) / k.space.cost(cell)))
+        return scored
+
+
+def _model_p_feasible(k: Knowledge, configs: list[Config]) -> dict[Config, np.ndarray]:
+    """P(feasible) per level of each configuration from the joint model (empty without data)."""
+    measurements = [m for ms in k.runs.values() for m in ms]
+    if not measurements or not configs:
+        return {}
+    model = JointTailModel(saturation_tol=k.spec.saturation_tol).fit(
+        measurements, slo={w: wl.slo for w, wl in k.spec.workloads.items()}, tps=k.spec.tp_degrees)
+    cells = [Cell(*cfg, L) for cfg in configs for L in k.space.levels[cfg]]
+    p = model.predict(cells).p_feasible()
+    out, i = {}, 0
+    for cfg in configs:
+        size = len(k.space.levels[cfg])
+        out[cfg] = p[i:i + size]
+        i += size
+    return out
+
+
+def _batch(scored: list[_Scored], n: int, rng: np.random.Generator) -> list[Cell]:
+    """The ``n`` best cells, at most one per configuration until every configuration had a turn."""
+    keys = rng.random(len(scored))
+    ranked = [scored[i] for i in sorted(range(len(scored)), key=lambda i: (-scored[i].score, keys[i]))]
+    first, rest, seen = [], [], set()
+    for s in ranked:
+        (rest if s.cell.config in seen else first).append(s.cell)
+        seen.add(s.cell.config)
+    return (first + rest)[:n]
