@@ -25,7 +25,7 @@ VALIDATION = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "v
 
 def _group(points, label, pred):
     chosen = [p for p in points if pred(p) and cal.simulatable(p)]
-    return label, [cal.schedule_for(p) for p in chosen]
+    return label, chosen
 
 
 def _cliff(params) -> None:

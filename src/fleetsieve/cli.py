@@ -34,7 +34,7 @@ def _root() -> None:
 #: Feature modules that add commands; each exposes ``register(app: typer.Typer) -> None``.
 COMMAND_MODULES: tuple[str, ...] = ("fleetsieve.campaign_cli", "fleetsieve.evaluate.cli",
                                      "fleetsieve.backends.openai.cli", "fleetsieve.importers.cli",
-                                     "fleetsieve.serve_sim.cli")
+                                     "fleetsieve.serve_sim.cli", "fleetsieve.sim.cli")
 
 
 def fail(err: InputError) -> "typer.Exit":

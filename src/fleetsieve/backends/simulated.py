@@ -37,7 +37,8 @@ def run_seed(cell: Cell, seed: int, repeat: int) -> int:
 
 def infeasible_measurement(cell: Cell, repeat: int, duration_s: float) -> Measurement:
     return Measurement(cell=cell, status=Status.ABORTED_INFEASIBLE, metrics={k: math.nan for k in GRID_METRIC_COLUMNS},
-                       gpu_seconds=0.0, duration_s=0.0, repeat=repeat, reason="model does not fit")
+                       gpu_seconds=0.0, duration_s=0.0, repeat=repeat, reason="model does not fit",
+                       extra={"reason": "model does not fit"})  # the grid writer keeps extras as columns
 
 
 def simulate_cell(args: SimulatedArgs, cell: Cell, seed: int, repeat: int) -> Measurement:
@@ -56,7 +57,8 @@ def simulate_cell(args: SimulatedArgs, cell: Cell, seed: int, repeat: int) -> Me
     status, reason = Status.OK, None
     if result.unfinished:
         status, reason = Status.ABORTED_INFEASIBLE, f"backlog: {result.unfinished} requests unfinished at the drain limit"
-    extra = {"num_preemptions": result.preemptions, "output_throughput": result.metrics["output_throughput"]}
+    extra = {"num_preemptions": result.preemptions, "output_throughput": result.metrics["output_throughput"],
+             "reason": reason or ""}
     return Measurement(cell=cell, status=status, metrics=dict(result.metrics), gpu_seconds=cell.tp * args.duration_s,
                        duration_s=args.duration_s, repeat=repeat, num_requests=result.num_requests,
                        completed=result.completed, reason=reason, extra=extra)

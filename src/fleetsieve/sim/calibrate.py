@@ -104,6 +104,13 @@ def schedule_for(p: Point, catalog: str | None = None, waves: int = 8) -> Schedu
                     r.first_step[:n].copy(), r.finish_step[:n].copy(), r.target[:n].copy())
 
 
+def evaluate_point(p: Point, params: StepTimeParams | None = None, catalog: str | None = None) -> tuple[float, float]:
+    """Mean TTFT and TPOT (ms) of a direct closed-loop run (no step recording: fast)."""
+    engine = make_engine(model=p.model, gpu=p.gpu, tp=p.tp, precision=p.precision, catalog=catalog, params=params)
+    metrics = run_closed_loop(engine, concurrency=p.concurrency, isl=p.isl, osl=p.osl).metrics
+    return metrics["mean_ttft_ms"], metrics["mean_tpot_ms"]
+
+
 def simulatable(p: Point, catalog: str | None = None) -> bool:
     """Dense models in the catalog, on a GPU we know, that fit in memory."""
     try:
@@ -149,12 +156,14 @@ class ErrorReport:
                 f"   TPOT |err| median {self.tpot_median:5.1f}%  p90 {self.tpot_p90:6.1f}%")
 
 
-def error_report(label: str, schedules: Iterable[Schedule], params: StepTimeParams) -> ErrorReport:
+def error_report(label: str, runs: Iterable[Schedule | Point], params: StepTimeParams) -> ErrorReport:
+    """Errors over schedules (re-timed) or points (simulated directly with ``params``)."""
     ttft_err, tpot_err = [], []
-    for s in schedules:
-        ttft, tpot = s.metrics_ms(params)
-        ttft_err.append(abs(ttft / s.point.ttft_ms - 1) * 100)
-        tpot_err.append(abs(tpot / s.point.tpot_ms - 1) * 100)
+    for run in runs:
+        point = run.point if isinstance(run, Schedule) else run
+        ttft, tpot = run.metrics_ms(params) if isinstance(run, Schedule) else evaluate_point(run, params)
+        ttft_err.append(abs(ttft / point.ttft_ms - 1) * 100)
+        tpot_err.append(abs(tpot / point.tpot_ms - 1) * 100)
     if not ttft_err:
         return ErrorReport(label, 0, *([float("nan")] * 4))
     return ErrorReport(label, len(ttft_err), float(np.median(ttft_err)), float(np.percentile(ttft_err, 90)),

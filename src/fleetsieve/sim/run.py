@@ -82,8 +82,11 @@ def run_closed_loop(engine: Engine, *, concurrency: int, isl: int, osl: int, wav
         engine.add_request(client, isl, max(1, -(-osl * (client + 1) // concurrency)), 0.0)
     sent, total = concurrency, concurrency * waves
     while engine.has_work:
-        outcome = engine.step()
-        for _ in outcome.finished:
+        if engine.fast_forward(math.inf):
+            finished = int(np.isin(engine.requests.finish_step[: engine.requests.size], engine.steps - 1).sum())
+        else:
+            finished = len(engine.step().finished)
+        for _ in range(finished):
             if sent < total:
                 engine.add_request(sent, isl, osl, engine.now_s)
                 sent += 1
