@@ -21,7 +21,7 @@ from fleetsieve.cli import app
 from fleetsieve.errors import InputError
 from fleetsieve.executors import LocalExecutor, SimulatedClockExecutor
 from fleetsieve.grid import measurement_to_row
-from fleetsieve.records import Cell, Measurement
+from fleetsieve.records import Cell, Measurement, Status
 from fleetsieve.store import MemoryStore, SQLiteStore
 
 runner = CliRunner()
@@ -318,3 +318,19 @@ def test_cli_tell_with_fields_and_its_errors(tmp_path):
     assert ok.exit_code == 0, ok.output
     _one_line_error(runner.invoke(app, ["tell", "--storage", url, p["id"], *fields]), "already has a measurement")
     _one_line_error(runner.invoke(app, ["ask", "--storage", f"sqlite:///{tmp_path / 'none.db'}"]), "no such campaign")
+
+
+def test_a_cell_that_keeps_failing_is_given_up_so_the_campaign_ends():
+    class Broken(ReplayBackend):
+        def measure(self, cell, *, seed=0, repeat=0, slo=None):
+            return Measurement(cell, Status.FAILED, repeat=repeat, reason="engine crashed")
+
+    class Stubborn(TinyBisection):  # re-proposes failed cells, as a strategy may to buy a repeat
+        def propose(self, state, n=1):
+            cells = [c for c in state.knowledge.space.cells() if c not in state.pending]
+            return cells[:n]
+
+    campaign = Campaign.open(MemoryStore(), replay_setup(), Stubborn(), max_failures_per_cell=2)
+    status = campaign.run(Broken(BACKEND))
+    assert not status.decision.certified
+    assert status.measurements == 2 * len(campaign.space.cells()) == 2 * len(campaign.given_up())

@@ -20,7 +20,7 @@ from fleetsieve.backends.base import Backend
 from fleetsieve.errors import InputError
 from fleetsieve.executors import Executor, LocalExecutor
 from fleetsieve.knowledge import CellSpace, Knowledge
-from fleetsieve.records import Cell, Decision, Measurement
+from fleetsieve.records import Cell, Decision, Measurement, Status
 from fleetsieve.spec import FleetSpec
 from fleetsieve.store.base import CampaignSetup, Proposal, Store, space_from_dict
 from fleetsieve.strategies import ProfilingState, Strategy, make_strategy
@@ -92,12 +92,13 @@ class Campaign:
     """Ask/tell over a store. Build with ``Campaign.open`` (start or resume) or the constructor."""
 
     def __init__(self, store: Store, setup: CampaignSetup, strategy: Strategy | None = None, *,
-                 reissue_pending: bool = True, stop_when_certified: bool = True) -> None:
+                 reissue_pending: bool = True, stop_when_certified: bool = True, max_failures_per_cell: int = 3) -> None:
         self.store, self.setup = store, setup
         self.spec = FleetSpec.model_validate(dict(setup.spec))
         self.space: CellSpace = space_from_dict(setup.space)
         self._strategy = strategy
         self.reissue_pending, self.stop_when_certified = reissue_pending, stop_when_certified
+        self.max_failures_per_cell = max_failures_per_cell
         self._proposals = {p.id: p for p in store.proposals()}
         self._told = dict(store.results())
         self._issued: set[str] = set()
@@ -176,12 +177,25 @@ class Campaign:
         self._issued.update(p.id for p in out)
         return out
 
+    def given_up(self) -> set[Cell]:
+        """Cells that failed ``max_failures_per_cell`` times without one usable run: never asked again."""
+        failed: dict[Cell, int] = {}
+        usable: set[Cell] = set()
+        for m in self._told.values():
+            if m.status is Status.FAILED:
+                failed[m.cell] = failed.get(m.cell, 0) + 1
+            else:
+                usable.add(m.cell)
+        return {c for c, k in failed.items() if k >= self.max_failures_per_cell and c not in usable}
+
     def _next_cells(self, n: int) -> list[Cell]:
         in_flight = frozenset(p.cell for p in self.pending())
-        cells = self.strategy.propose(ProfilingState(self.knowledge(), in_flight, self.setup.seed), n)
+        # Cells given up on are shown to the strategy as busy, so a broken cell cannot loop forever.
+        busy = in_flight | self.given_up()
+        cells = self.strategy.propose(ProfilingState(self.knowledge(), busy, self.setup.seed), n)
         known = set(self.space.cells())
         for cell in cells:
-            if cell not in known or cell in in_flight:
+            if cell not in known or cell in busy:
                 raise ValueError(f"strategy {type(self.strategy).__name__} broke its contract: proposed {cell} "
                                  "(not in the space, or already in flight)")
         return list(dict.fromkeys(cells))[:n]

@@ -52,3 +52,11 @@ def test_tasks_need_tp_units_and_too_big_cells_fail_with_a_reason(local_ray):
     executor.shutdown()
     assert finished["p0"].status is Status.OK and finished["p0"].cell == fits.cell
     assert finished["p1"].status is Status.FAILED and "needs 16" in finished["p1"].reason
+
+
+@pytest.mark.slow
+def test_a_cluster_without_the_resource_is_refused(local_ray):
+    from fleetsieve.errors import InputError
+
+    with pytest.raises(InputError, match="has no 'GPU' resource"):
+        RayExecutor().start(ReplayBackend({"grid": str(GRID)}), slots=1)

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from pydantic import Field
 
 from fleetsieve.backends.base import Backend
+from fleetsieve.errors import InputError
 from fleetsieve.executors.base import Executor, ExecutorArgs, Finished
 from fleetsieve.records import Measurement, Status
 from fleetsieve.store.base import Proposal
@@ -62,6 +63,9 @@ class RayExecutor(Executor):
         cls = type(backend)
         self._backend_ref = (f"{cls.__module__}:{cls.__qualname__}", backend.args.model_dump_json())
         self._capacity = float(ray.cluster_resources().get(self.args.gpu_resource, 0.0))
+        if self._capacity <= 0:
+            raise InputError("--executor ray", f"the Ray cluster has no {self.args.gpu_resource!r} resource "
+                             "(start Ray on GPU nodes, or set gpu_resource to the resource that stands for GPUs)")
         self._refs: dict[Any, Proposal] = {}
         self._refused: Finished = []
 
