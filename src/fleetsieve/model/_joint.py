@@ -5,9 +5,10 @@ a per-workload scale, a per-GPU efficiency curve shared by every workload (log-l
 log t, prior ``e ~ N(0.85, 0.3)``) and a small shrunk deviation per configuration. Each
 modelled latency metric m (the SLO keys, e.g. ``p99_e2el_ms``) follows
 
-    log y = a_wm + b_mt + c_m * phi(load / mu),   phi(rho) = -log(1 - rho)  (queueing blow-up),
+    log y = a_wm + b_mt + d_wtm + c_wm * phi(load / mu),   phi(rho) = -log(1 - rho)  (queueing blow-up),
 
-continued linearly past ``rho_cap`` so a saturated cell stays finite. Parameters are fitted
+with per-configuration deviations ``d_wtm`` and ``log c_wm - log c_m`` shrunk towards zero
+(partial pooling: a configuration with data gets its own curve, one without borrows), continued linearly past ``rho_cap`` so a saturated cell stays finite. Parameters are fitted
 jointly by MAP (regularised least squares, ``scipy.optimize.least_squares``) over all cells,
 with censored evidence (keeps-up, saturated throughput, aborted-as-infeasible) as hinge
 residuals. Uncertainty is Laplace: parameter draws from N(MAP, (J^T J)^-1) plus the residual
@@ -38,7 +39,7 @@ class _Layout:
 
     def __init__(self, W: int, T: int, M: int) -> None:
         self.W, self.T, self.M = W, T, M
-        sizes = {"ls": W, "e": 1, "delta": W * T, "a": W * M, "b": M * T, "lc": M}
+        sizes = {"ls": W, "e": 1, "delta": W * T, "a": W * M, "b": M * T, "lc": M, "acfg": W * T * M, "lcw": W * M}
         self.slices, start = {}, 0
         for name, size in sizes.items():
             self.slices[name] = slice(start, start + size)
@@ -133,6 +134,8 @@ class JointTailModel:
         mean[L.slices["a"]], sd[L.slices["a"]] = self._base_guess(obs), 3.0
         sd[L.slices["b"]] = 0.5
         mean[L.slices["lc"]], sd[L.slices["lc"]] = math.log(0.7), 0.7
+        sd[L.slices["acfg"]] = self.config_sd
+        sd[L.slices["lcw"]] = self.config_sd
         return mean, sd
 
     def _scale_guess(self, obs: Observations, e0: float) -> np.ndarray:
@@ -168,9 +171,10 @@ class JointTailModel:
                     m: np.ndarray, load: np.ndarray) -> np.ndarray:
         L = self.layout_
         a, b = L.part(theta, "a", (L.W, L.M)), L.part(theta, "b", (L.M, L.T))
-        c = np.exp(L.part(theta, "lc", (L.M,)))
+        acfg = L.part(theta, "acfg", (L.W, L.T, L.M))
+        c = np.exp(L.part(theta, "lc", (1, L.M)) + L.part(theta, "lcw", (L.W, L.M)))
         rho = load / np.exp(log_mu[..., w, t])
-        return a[..., w, m] + b[..., m, t] + c[..., m] * _phi(rho, self.rho_cap)
+        return a[..., w, m] + b[..., m, t] + acfg[..., w, t, m] + c[..., w, m] * _phi(rho, self.rho_cap)
 
     def _residuals(self, theta: np.ndarray, obs: Observations) -> np.ndarray:
         log_mu = self._log_mu(theta)
@@ -201,12 +205,14 @@ class JointTailModel:
                   m: np.ndarray, load: np.ndarray) -> np.ndarray:
         """d log(metric) / d theta for each (w, t, m, load) row."""
         L, rows = self.layout_, np.arange(len(w))
-        c = np.exp(L.part(theta, "lc", (L.M,)))[m]
+        c = np.exp(L.part(theta, "lc", (1, L.M)) + L.part(theta, "lcw", (L.W, L.M)))[w, m]
         rho = load / np.exp(log_mu[w, t])
         J = self._d_log_mu(w, t) * (-c * _dphi(rho, self.rho_cap) * rho)[:, None]
         J[rows, L.slices["a"].start + w * L.M + m] = 1.0
         J[rows, L.slices["b"].start + m * L.T + t] = 1.0
+        J[rows, L.slices["acfg"].start + (w * L.T + t) * L.M + m] = 1.0
         J[rows, L.slices["lc"].start + m] = c * _phi(rho, self.rho_cap)
+        J[rows, L.slices["lcw"].start + w * L.M + m] = c * _phi(rho, self.rho_cap)
         return J
 
     def _aborted_jacobian(self, theta: np.ndarray, log_mu: np.ndarray, obs: Observations) -> np.ndarray:

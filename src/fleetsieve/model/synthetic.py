@@ -63,11 +63,13 @@ def make_world(seed: int, *, repeats: int = 1, noise_sd: float = 0.0, levels_per
     scale = {w: rng.uniform(0.6, 1.6) for w in workloads}
     mu = {(w, tp): scale[w] * tp ** exponent * rng.uniform(0.85, 1.15) for w in workloads for tp in TPS}
     top = {w: max(mu[(w, tp)] for tp in TPS) for w in workloads}
+    base = {w: (rng.uniform(0.25, 0.6) * E2EL_SLO_MS, rng.uniform(0.05, 0.3) * TTFT_SLO_MS, rng.uniform(0.4, 1.0)) for w in workloads}
     runs = []
     for (w, tp), m in mu.items():
         step = 1.25 * scale[w] * tp ** 0.85 / levels_per_config
-        bases = (rng.uniform(0.25, 0.6) * E2EL_SLO_MS * 8 / (7 + tp), rng.uniform(0.05, 0.3) * TTFT_SLO_MS)
-        c = rng.uniform(0.4, 1.0)
+        jitter = rng.uniform(0.85, 1.15, size=3)
+        bases = (base[w][0] * jitter[0] * 8 / (7 + tp), base[w][1] * jitter[1])
+        c = base[w][2] * jitter[2]
         for k in range(1, levels_per_config + 1):
             cell = Cell(w, tp, round(step * k, 4))
             runs += [_run(cell, m, bases, c, rng.normal(0, noise_sd), r, duration_s) for r in range(repeats)]
