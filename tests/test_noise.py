@@ -1,0 +1,97 @@
+"""Noise-aware verdicts: confidence-backed claims, indeterminate otherwise, calibrated error rates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fleetsieve.errors import InputError
+from fleetsieve.noise import noise_aware_rule, repeat_interval, run_interval
+from fleetsieve.records import Cell, Measurement, Status, Verdict
+
+SLO = {"p99_e2el_ms": 30000.0}
+CELL = Cell("chat", 1, 1.0)
+RULE = noise_aware_rule(0.95)
+
+
+def run_from_sample(latencies: np.ndarray, repeat: int = 0, load: float = 1.0) -> Measurement:
+    """A run whose summary is computed the way vLLM does (numpy percentiles of the requests)."""
+    p50, p90, p99 = np.percentile(latencies, [50, 90, 99])
+    metrics = {"p50_e2el_ms": p50, "p90_e2el_ms": p90, "p99_e2el_ms": p99, "mean_e2el_ms": latencies.mean(),
+               "request_throughput": load}
+    n = len(latencies)
+    return Measurement(Cell("chat", 1, load), metrics=metrics, repeat=repeat, num_requests=n, completed=n)
+
+
+def summary_run(p50: float, p90: float, p99: float, n: int, throughput: float = 1.0) -> Measurement:
+    metrics = {"p50_e2el_ms": p50, "p90_e2el_ms": p90, "p99_e2el_ms": p99, "request_throughput": throughput}
+    return Measurement(CELL, metrics=metrics, num_requests=n, completed=n)
+
+
+def test_p90_over_the_slo_proves_the_p99_over_it():
+    assert RULE([summary_run(10000, 31000, 40000, n=300)], SLO, 1.0, 0.05) is Verdict.INFEASIBLE
+
+
+def test_clear_margin_with_many_requests_is_feasible():
+    assert RULE([summary_run(5000, 9000, 12000, n=2000)], SLO, 1.0, 0.05) is Verdict.FEASIBLE
+
+
+def test_p99_just_under_the_slo_from_few_requests_is_indeterminate():
+    assert RULE([summary_run(10000, 20000, 29000, n=150)], SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+
+
+def test_p99_just_over_the_slo_is_not_claimed_infeasible_from_one_run():
+    assert RULE([summary_run(10000, 20000, 31000, n=150)], SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+
+
+def test_tight_repeats_settle_a_cell_near_the_slo():
+    runs = [summary_run(10000, 20000, v, n=150) for v in (27000, 27300, 26800, 27100)]
+    assert RULE(runs, SLO, 1.0, 0.05) is Verdict.FEASIBLE
+    lo, hi = repeat_interval([r.metric("p99_e2el_ms") for r in runs], 0.975)
+    assert lo < 27050 < hi < 30000
+
+
+def test_contradicting_repeats_are_indeterminate():
+    runs = [summary_run(5000, 9000, 12000, n=3000), summary_run(10000, 32000, 45000, n=3000)]
+    assert RULE(runs, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+
+
+def test_aborted_falling_behind_and_failed_runs():
+    aborted = Measurement(CELL, status=Status.ABORTED_INFEASIBLE)
+    failed = Measurement(CELL, status=Status.FAILED, reason="connection refused")
+    assert RULE([aborted], SLO, 1.0, 0.05) is Verdict.INFEASIBLE
+    assert RULE([failed], SLO, 1.0, 0.05) is Verdict.UNMEASURED
+    assert RULE([summary_run(5000, 9000, 12000, n=2000, throughput=0.5)], SLO, 1.0, 0.05) is Verdict.INFEASIBLE
+
+
+def test_run_interval_brackets_the_reported_quantile():
+    lo, hi = run_interval(summary_run(5000, 9000, 12000, n=2000), "p99_e2el_ms", 0.975)
+    assert lo == 9000 and 12000 < hi < 20000
+    lo50, hi50 = run_interval(summary_run(5000, 9000, 12000, n=2000), "p50_e2el_ms", 0.975)
+    assert lo50 == -np.inf and hi50 == 9000
+
+
+def test_confidence_must_be_sensible():
+    with pytest.raises(InputError):
+        noise_aware_rule(1.0)
+
+
+@pytest.mark.parametrize("true_p99_over_slo", [0.85, 0.95, 1.05, 1.2])
+def test_wrong_claims_stay_below_the_error_rate(true_p99_over_slo):
+    """Log-normal request latencies with a known true p99: wrong claims are rare (<= 5% + slack)."""
+    rng = np.random.default_rng(int(true_p99_over_slo * 100))
+    sigma, n, trials = 0.8, 400, 300
+    mu = np.log(true_p99_over_slo * SLO["p99_e2el_ms"]) - 2.326 * sigma  # true p99 = ratio * SLO
+    wrong = 0
+    for _ in range(trials):
+        verdict = RULE([run_from_sample(np.exp(rng.normal(mu, sigma, n)))], SLO, 1.0, 0.05)
+        truly_feasible = true_p99_over_slo <= 1.0
+        wrong += verdict is (Verdict.INFEASIBLE if truly_feasible else Verdict.FEASIBLE)
+    assert wrong / trials <= 0.07
+
+
+def test_far_from_the_slo_the_rule_decides():
+    rng = np.random.default_rng(0)
+    mu = np.log(0.4 * SLO["p99_e2el_ms"]) - 2.326 * 0.8
+    verdicts = [RULE([run_from_sample(np.exp(rng.normal(mu, 0.8, 400)))], SLO, 1.0, 0.05) for _ in range(50)]
+    assert sum(v is Verdict.FEASIBLE for v in verdicts) >= 45
