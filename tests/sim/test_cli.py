@@ -62,3 +62,14 @@ def test_grid_build_marks_non_fitting_tp_infeasible(tmp_path):
                                  and m.gpu_seconds == 0 for m in tp1)
     tp2 = [m for m in grid.measurements if m.cell.tp == 2]
     assert all(m.status is Status.OK and m.gpu_seconds == 40 for m in tp2)
+
+
+def test_grid_build_in_parallel_workers(tmp_path):
+    spec = tmp_path / "fleet.toml"
+    spec.write_text('gpu_budget = 8\ntp_degrees = [4, 8]\n[workloads.chat]\ndemand_rps = 1\n'
+                    'slo = {p99_e2el_ms = 30000}\nload_rps = {"4" = [1.0, 2.0], "8" = [2.0]}\n')
+    out = tmp_path / "grid.csv"
+    res = invoke("grid", "build", str(spec), "--out", str(out), "--duration", "15", "--repeats", "1", "--workers", "2")
+    assert res.exit_code == 0, res.output
+    grid = load_grid(out)
+    assert sorted((c.tp, c.load_rps) for c in grid.cells()) == [(4, 1.0), (4, 2.0), (8, 2.0)]

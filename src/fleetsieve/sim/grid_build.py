@@ -34,9 +34,10 @@ def grid_tasks(spec: FleetSpec, args: SimulatedArgs, *, repeats: int = 3, seed: 
     return sorted(tasks, key=lambda t: -t[1].load_rps * t[1].tp)
 
 
-def _run(task: Task) -> Measurement:
+def _run(task: Task) -> dict:
+    """One run in a worker; returned as a plain dict (records hold read-only mappings that do not pickle)."""
     args, cell, seed, repeat = task
-    return simulate_cell(args, cell, seed, repeat)
+    return simulate_cell(args, cell, seed, repeat).to_dict()
 
 
 def build_grid(tasks: list[Task], out: str | Path, *, workers: int | None = None,
@@ -52,13 +53,17 @@ def build_grid(tasks: list[Task], out: str | Path, *, workers: int | None = None
 def _execute(tasks: list[Task], workers: int, on_done: Callable[[Measurement], None]) -> Iterable[Measurement]:
     if workers == 1:
         for task in tasks:
-            m = _run(task)
+            m = Measurement.from_dict(_run(task))
             on_done(m)
             yield m
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(_run, task) for task in tasks]
-        for future in as_completed(futures):
-            m = future.result()
-            on_done(m)
-            yield m
+        try:
+            for future in as_completed(futures):
+                m = Measurement.from_dict(future.result())
+                on_done(m)
+                yield m
+        finally:
+            for future in futures:
+                future.cancel()

@@ -1,0 +1,63 @@
+"""Simulated requests per CPU-second: FleetSieve's simulator vs Vidur, on the same cell.
+
+    python benchmarks/bench_sim_vs_vidur.py
+
+Cell (as in PEERS.md): CodeLlama-34B on H100, Azure conversation lengths ("chat"), Poisson arrivals,
+500 and 5,000 requests. Vidur (PyPI ``vidur``, optional ``bench`` extra) is run when it can be; the
+PyPI package fetches its operator profiles from the Hugging Face hub at run time
+(``snapshot_download`` in ``vidur/execution_time_predictor/sklearn_execution_time_predictor.py``),
+so on a machine without internet it cannot run. Then this script prints PEERS.md's figures for
+Vidur measured on a machine of this kind, labelled as such, next to ours measured here.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fleetsieve.sim import make_engine, run_open_loop
+from fleetsieve.sim.workloads import get_workload
+
+MODEL, GPU = "codellama/CodeLlama-34b-Instruct-hf", "h100-sxm"
+#: PEERS.md, Vidur on a 2-core machine of this kind (wall time ~ CPU time, single-threaded).
+VIDUR_PEERS = {500: 5.0, 5000: 13.4}
+
+
+def ours(requests: int, tp: int, rate: float) -> tuple[float, int]:
+    """CPU seconds for one cell of about ``requests`` requests, engine construction included."""
+    stream = get_workload("chat").sample(rate_rps=rate, duration_s=requests / rate, seed=1)
+    start = time.process_time()
+    engine = make_engine(model=MODEL, gpu=GPU, tp=tp)
+    run_open_loop(engine, stream.arrival_s, stream.prompt_tokens, stream.output_tokens,
+                  duration_s=requests / rate, warmup_s=0.0)
+    return time.process_time() - start, len(stream.arrival_s)
+
+
+def try_vidur() -> str:
+    try:
+        import vidur  # noqa: F401
+    except ImportError as err:
+        return f"not installed ({err}); install with: pip install 'fleetsieve[bench]'"
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot_download(repo_id="project-vajra/vidur-profiling-data", repo_type="dataset")  # what vidur fetches first
+    except Exception as err:  # the reason is printed, not swallowed
+        return f"installed but cannot fetch its profiles from the Hugging Face hub: {type(err).__name__}: {err}"
+    return "installed and online: run `python -m vidur.main` on the same cell and compare"
+
+
+def main() -> None:
+    print(f"Vidur here: {try_vidur()}")
+    print(f"{'cell':<34}{'ours CPU-s':>11}{'ours req/CPU-s':>16}{'Vidur s (PEERS.md)':>20}{'Vidur req/s':>12}{'ratio':>8}")
+    for requests in (500, 5000):
+        for tp, rate in ((1, 2.0), (2, 4.0), (4, 8.0), (8, 12.0)):
+            cpu, n = ours(requests, tp, rate)
+            vidur_s = VIDUR_PEERS[requests]
+            label = f"chat TP{tp} {rate:g} req/s x {n} req"
+            print(f"{label:<34}{cpu:>11.2f}{n / cpu:>16.0f}{vidur_s:>20.1f}{requests / vidur_s:>12.0f}"
+                  f"{(n / cpu) / (requests / vidur_s):>7.1f}x")
+    print("Vidur simulation alone (start-up excluded), PEERS.md: ~1.4 ms/request = ~714 req/s.")
+
+
+if __name__ == "__main__":
+    main()
