@@ -1,10 +1,24 @@
-"""serve-sim: an OpenAI-compatible streaming server whose token timing comes from the simulator."""
+"""serve-sim: an OpenAI-compatible streaming server whose token timing comes from the simulator.
 
-from fleetsieve.serve_sim.app import BadRequest, create_app, parse_request
-from fleetsieve.serve_sim.engines import EngineDriver, FixedStepEngine, make_token_source
-from fleetsieve.serve_sim.server import DEFAULT_HOST, READY_PREFIX, ServerThread, serve_until_signalled
+Names are imported on first use (PEP 562), so importing ``fleetsieve.serve_sim.cli`` for the
+command line does not load aiohttp.
+"""
 
-__all__ = [
-    "BadRequest", "DEFAULT_HOST", "EngineDriver", "FixedStepEngine", "READY_PREFIX", "ServerThread",
-    "create_app", "make_token_source", "parse_request", "serve_until_signalled",
-]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "BadRequest": "app", "create_app": "app", "is_fast_mode": "app", "parse_request": "app",
+    "EngineDriver": "engines", "FixedStepEngine": "engines", "make_token_source": "engines",
+    "DEFAULT_HOST": "server", "READY_PREFIX": "server", "ServerThread": "server",
+    "serve_until_signalled": "server", "serve_workers": "server",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -5,25 +5,35 @@ events in OpenAI's chunk format, or as one JSON body), ``GET /v1/models``, ``GET
 Prompt length: a token-id list counts exactly; text counts one token per whitespace-separated
 word (an approximation; serve-sim has no tokenizer). Output length is always ``max_tokens``:
 a simulated engine never meets an end-of-sequence token, which matches ``ignore_eos``.
+
+*Fast mode* (the fixed engine on a virtual clock, ``time_scale == 0``): a request's timing
+means nothing there, so the engine driver is bypassed and each response, the whole SSE
+stream included, is written at once (one write, ``Content-Length`` instead of chunked
+encoding). It exists to benchmark clients, which still parse every event.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from fleetsieve.serve_sim.engines import EngineDriver
+from fleetsieve.serve_sim.engines import EngineDriver, FixedStepEngine
 
 DEFAULT_MAX_TOKENS = 16
 _TOKEN_TEXT = " t"
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 _DRIVER_KEY = web.AppKey("driver", EngineDriver)
 _MODEL_KEY = web.AppKey("model", str)
+_FAST_KEY = web.AppKey("fast", bool)
+#: Response ids: unique per process (pid) and per response (counter); cheaper than uuid4.
+_RESPONSE_IDS = itertools.count()
 
 
 class BadRequest(Exception):
@@ -115,7 +125,7 @@ class _Chunks:
 
     def __init__(self, model: str, chat: bool) -> None:
         self.chat = chat
-        self.head = {"id": ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:16],
+        self.head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{os.getpid():x}-{next(_RESPONSE_IDS):x}",
                      "object": "chat.completion.chunk" if chat else "text_completion",
                      "created": int(time.time()), "model": model}
         self.token = self.event(self.choice({"content": _TOKEN_TEXT}, None))
@@ -138,7 +148,7 @@ def _usage(prompt: int, output: int) -> dict[str, int]:
 
 
 async def _stream(request: web.Request, parsed: ParsedRequest, progress: _Progress, chunks: _Chunks) -> web.StreamResponse:
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    resp = web.StreamResponse(headers=_SSE_HEADERS)
     await resp.prepare(request)
     if chunks.chat:
         await resp.write(chunks.event(chunks.choice({"role": "assistant", "content": ""}, None)))
@@ -155,15 +165,27 @@ async def _stream(request: web.Request, parsed: ParsedRequest, progress: _Progre
     return resp
 
 
-def _whole(parsed: ParsedRequest, progress: _Progress, chunks: _Chunks) -> web.Response:
-    text = _TOKEN_TEXT * progress.produced
+def _whole(parsed: ParsedRequest, produced: int, chunks: _Chunks) -> web.Response:
+    text = _TOKEN_TEXT * produced
     if chunks.chat:
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
     else:
         choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
     obj = {**chunks.head, "object": "chat.completion" if chunks.chat else "text_completion",
-           "choices": [choice], "usage": _usage(parsed.prompt_tokens, progress.produced)}
+           "choices": [choice], "usage": _usage(parsed.prompt_tokens, produced)}
     return web.json_response(obj)
+
+
+def _at_once(parsed: ParsedRequest, chunks: _Chunks) -> web.Response:
+    """Fast mode: the whole response in one write (the SSE stream as one body)."""
+    if not parsed.stream:
+        return _whole(parsed, parsed.output_tokens, chunks)
+    parts = [chunks.event(chunks.choice({"role": "assistant", "content": ""}, None))] if chunks.chat else []
+    parts += [chunks.token * (parsed.output_tokens - 1), chunks.last]
+    if parsed.include_usage:
+        parts.append(chunks.event(None, _usage(parsed.prompt_tokens, parsed.output_tokens)))
+    parts.append(b"data: [DONE]\n\n")
+    return web.Response(body=b"".join(parts), headers=_SSE_HEADERS)
 
 
 async def _complete(request: web.Request, chat: bool) -> web.StreamResponse:
@@ -174,6 +196,8 @@ async def _complete(request: web.Request, chat: bool) -> web.StreamResponse:
         return _error(400, "request body is not valid JSON")
     except BadRequest as bad:
         return _error(bad.status, bad.message, bad.param)
+    if request.app[_FAST_KEY]:
+        return _at_once(parsed, _Chunks(model, chat))
     progress, chunks = _Progress(), _Chunks(model, chat)
     rid = driver.submit(parsed.prompt_tokens, parsed.output_tokens, progress)
     try:
@@ -181,7 +205,7 @@ async def _complete(request: web.Request, chat: bool) -> web.StreamResponse:
             return await _stream(request, parsed, progress, chunks)
         while not progress.finished:
             await progress.take()
-        return _whole(parsed, progress, chunks)
+        return _whole(parsed, progress.produced, chunks)
     except ConnectionResetError:
         driver.forget(rid)  # the client went away; the engine finishes the request unobserved
         return web.Response(status=499)  # never sent: the connection is gone
@@ -208,10 +232,16 @@ async def _health(request: web.Request) -> web.Response:
     return web.Response(status=200)
 
 
+def is_fast_mode(engine: Any, time_scale: float) -> bool:
+    """Fast mode: the fixed engine on a virtual clock (see the module docstring)."""
+    return isinstance(engine, FixedStepEngine) and time_scale <= 0
+
+
 def create_app(engine: Any, *, model: str, time_scale: float = 1.0) -> web.Application:
     """The serve-sim application around one engine (the driver starts with the app)."""
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[_MODEL_KEY] = model
+    app[_FAST_KEY] = is_fast_mode(engine, time_scale)
     app[_DRIVER_KEY] = EngineDriver(engine, time_scale)
 
     async def on_startup(app: web.Application) -> None:

@@ -34,7 +34,7 @@ def done(i, start, e2e, ttft=0.01):
 def test_count_tail_decides_only_old_enough_requests_and_counts_waiting_ones_as_over():
     window = Window(0.0, 100.0)
     finished = [done(0, 1.0, 0.5), done(1, 2.0, 3.0), done(2, 9.5, 0.1)]
-    waiting = [InFlight(3, 4.0, 4.0, 10, []), InFlight(4, 9.0, 9.0, 10, [])]
+    waiting = [InFlight(3, 4.0, 4.0, 10), InFlight(4, 9.0, 9.0, 10)]
     snap = RunSnapshot(now_s=10.0, finished=finished, in_flight=waiting, sent=5)
     tail = count_tail(snap, window, "e2el", bound_s=2.0)
     # decided: sent at or before t=8 -> requests 0, 1, 3; over the bound: 1 (3 s) and 3 (waiting 6 s)
@@ -52,7 +52,7 @@ def test_rule_fires_on_tail_and_on_growing_backlog():
     assert rule(RunSnapshot(20.0, [done(i, float(i), 0.2) for i in range(10)], [], 10)) is None
 
     backlog = AbortRule({"p99_tpot_ms": 50.0}, window, rate_rps=1, max_looks=10, horizon_s=2.0, min_backlog=5)
-    reasons = [backlog(RunSnapshot(t, [], [InFlight(i, t, t, 1, []) for i in range(n)], n))
+    reasons = [backlog(RunSnapshot(t, [], [InFlight(i, t, t, 1) for i in range(n)], n))
                for t, n in enumerate([3, 6, 9, 12])]
     assert reasons[:3] == [None, None, None] and "backlog keeps growing" in reasons[3]
 

@@ -1,9 +1,14 @@
-"""Async open-loop load generator over aiohttp, speaking the streaming OpenAI API.
+"""Async open-loop load generator speaking the streaming OpenAI API over HTTP/1.1 keep-alive.
 
 Requests are sent at their planned arrival times whatever the server does (open loop), so
 queueing shows up as latency, never as a lower offered rate. A run ends when every request
 has finished, when a watcher (the early-abort rule) says stop, or when too many requests
 failed (a circuit breaker, so a dead server costs seconds, not the whole run).
+
+Hot path, per token: the connection's read callback (``http1``) hands body bytes to the
+request's ``StreamParser``; when they complete content events, one ``perf_counter_ns`` stamp
+(taken as the bytes were read, before parsing) goes into the request's preallocated list.
+Stamps become run-relative seconds only when the request ends.
 
 ``time_scale`` serves simulated servers that run faster than real time: arrivals are sent
 ``time_scale`` times sooner and every measured time is divided by it, so records are in
@@ -19,9 +24,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import aiohttp
 import numpy as np
 
+from fleetsieve.backends.openai.http1 import Pool, parse_endpoint
 from fleetsieve.backends.openai.protocol import PATHS, Api, StreamParser, build_body
 from fleetsieve.backends.openai.timing import RequestRecord
 
@@ -41,7 +46,8 @@ class RequestPlan:
 
 @dataclass(frozen=True)
 class ClientOptions:
-    """How to talk to the server."""
+    """How to talk to the server. ``max_connections`` caps open connections (0 = no cap; a
+    request over the cap waits for one, and the wait counts in its latency)."""
 
     endpoint: str
     model: str
@@ -52,21 +58,19 @@ class ClientOptions:
     force_output_length: bool = True
     time_scale: float = 1.0
     seed: int = 0
+    max_connections: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class InFlight:
-    """A request on the wire (mutable while streaming)."""
+    """A watcher's view of a request on the wire (run-relative seconds)."""
 
     index: int
     scheduled_s: float
     start_s: float
     prompt_tokens: int
-    chunk_times_s: list[float]
-
-    @property
-    def first_token_s(self) -> float:
-        return self.chunk_times_s[0] if self.chunk_times_s else math.nan
+    first_token_s: float = math.nan
+    tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -92,20 +96,32 @@ class RunOutcome:
     model_s: float
     stopped_by: str | None = None
     stop_reason: str | None = None
+    connections_opened: int = 0
 
     def most_common_error(self) -> str | None:
         errors = Counter(r.error for r in self.records if r.error)
         return errors.most_common(1)[0][0] if errors else None
 
 
-def _describe_error(err: BaseException, timeout_s: float) -> str:
-    if isinstance(err, asyncio.TimeoutError):
-        return f"timeout after {timeout_s:g} s"
-    if isinstance(err, aiohttp.ClientConnectorError):
-        return f"connection refused: {err.os_error or err}"
-    if isinstance(err, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError)):
-        return f"stream cut mid-response: {type(err).__name__}"
-    return f"{type(err).__name__}: {err}"[:300]
+class _Live:
+    """A request being streamed: the hot path's mutable state, stamps in raw nanoseconds."""
+
+    __slots__ = ("index", "scheduled_s", "start_ns", "prompt_tokens", "stamps_ns", "filled")
+
+    def __init__(self, index: int, scheduled_s: float, start_ns: int, prompt_tokens: int, expected: int) -> None:
+        self.index, self.scheduled_s, self.start_ns = index, scheduled_s, start_ns
+        self.prompt_tokens = prompt_tokens
+        self.stamps_ns = [0] * expected  # preallocated: one slot per expected token
+        self.filled = 0
+
+    def stamp(self, now_ns: int, tokens: int) -> None:
+        """``tokens`` content events completed by bytes read at ``now_ns``."""
+        n = self.filled
+        if tokens == 1 and n < len(self.stamps_ns):
+            self.stamps_ns[n] = now_ns
+        else:  # several events in one read, or more tokens than expected (the list grows)
+            self.stamps_ns[n:n + tokens] = (now_ns,) * tokens
+        self.filled = n + tokens
 
 
 class _Run:
@@ -115,61 +131,69 @@ class _Run:
                  check_interval_s: float) -> None:
         self.plan, self.opt, self.watcher = plan, options, watcher
         self.check_interval_s = check_interval_s
-        self.url = options.endpoint.rstrip("/") + PATHS[options.api]
+        self.endpoint = parse_endpoint(options.endpoint)
         self.rng = np.random.default_rng(options.seed)
+        self.arrivals: list[float] = plan.arrival_s.tolist()
+        self.prompts: list[int] = np.asarray(plan.prompt_tokens, dtype=np.int64).tolist()
+        self.outputs: list[int] = np.asarray(plan.output_tokens, dtype=np.int64).tolist()
         self.finished: list[RequestRecord] = []
-        self.in_flight: dict[int, InFlight] = {}
+        self.live: dict[int, _Live] = {}
         self.tasks: set[asyncio.Task] = set()
-        self.stop = asyncio.Event()
+        self.settled = asyncio.Event()  # set when every request ended, or the run was stopped
+        self.dispatching = True
         self.stopped_by: str | None = None
         self.stop_reason: str | None = None
         self.failures = 0
         self.sent = 0
-        self.t0 = time.monotonic()
+        self.running = 0  # requests sent and not finished yet
+        self.s_per_ns = 1e-9 / options.time_scale
+        self.t0_ns = time.perf_counter_ns()
 
     def now(self) -> float:
         """Model-time seconds since the run started."""
-        return (time.monotonic() - self.t0) / self.opt.time_scale
+        return (time.perf_counter_ns() - self.t0_ns) * self.s_per_ns
+
+    def seconds(self, stamp_ns: int) -> float:
+        return (stamp_ns - self.t0_ns) * self.s_per_ns
 
     def halt(self, by: str, reason: str) -> None:
-        if not self.stop.is_set():
+        if self.stopped_by is None:
             self.stopped_by, self.stop_reason = by, reason
-            self.stop.set()
+            self.settled.set()
 
     async def main(self) -> RunOutcome:
-        timeout = aiohttp.ClientTimeout(total=self.opt.request_timeout_s * self.opt.time_scale,
-                                        sock_connect=self.opt.connect_timeout_s)
-        connector = aiohttp.TCPConnector(limit=0, force_close=False)
-        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
-            self.t0 = time.monotonic()
-            watch = asyncio.create_task(self._watch())
-            await self._dispatch(session)
-            await self._drain()
+        pool = Pool(self.endpoint, timeout_s=self.opt.request_timeout_s * self.opt.time_scale,
+                    connect_timeout_s=self.opt.connect_timeout_s, max_connections=self.opt.max_connections)
+        self.t0_ns = time.perf_counter_ns()
+        watch = asyncio.create_task(self._watch())
+        dispatch = asyncio.create_task(self._dispatch(pool))
+        try:
+            await self.settled.wait()
+        finally:
+            dispatch.cancel()
             watch.cancel()
-        wall = time.monotonic() - self.t0
+            await self._cancel_in_flight()
+            pool.close()
+        wall = (time.perf_counter_ns() - self.t0_ns) * 1e-9
         records = tuple(sorted(self.finished, key=lambda r: r.index))
-        return RunOutcome(records, wall, wall / self.opt.time_scale, self.stopped_by, self.stop_reason)
+        return RunOutcome(records, wall, wall / self.opt.time_scale, self.stopped_by, self.stop_reason,
+                          pool.connections_opened)
 
-    async def _dispatch(self, session: aiohttp.ClientSession) -> None:
-        for i in range(len(self.plan)):
-            delay = self.t0 + float(self.plan.arrival_s[i]) * self.opt.time_scale - time.monotonic()
-            if delay > 0:
-                try:
-                    await asyncio.wait_for(self.stop.wait(), delay)
-                except asyncio.TimeoutError:
-                    pass
-            if self.stop.is_set():
-                return
-            task = asyncio.create_task(self._one(session, i))
+    async def _dispatch(self, pool: Pool) -> None:
+        scale_ns, t0_ns = self.opt.time_scale * 1e9, self.t0_ns
+        for i, arrival in enumerate(self.arrivals):
+            delay_ns = t0_ns + arrival * scale_ns - time.perf_counter_ns()
+            if delay_ns > 0:
+                await asyncio.sleep(delay_ns * 1e-9)
+            task = asyncio.create_task(self._one(pool, i))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
             self.sent += 1
+            self.running += 1
+        self.dispatching = False
+        self._settle_if_idle()
 
-    async def _drain(self) -> None:
-        while self.tasks and not self.stop.is_set():
-            stopper = asyncio.create_task(self.stop.wait())
-            await asyncio.wait(set(self.tasks) | {stopper}, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
+    async def _cancel_in_flight(self) -> None:
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:
@@ -178,56 +202,66 @@ class _Run:
     async def _watch(self) -> None:
         while self.watcher is not None:
             await asyncio.sleep(self.check_interval_s * self.opt.time_scale)
-            snapshot = RunSnapshot(self.now(), list(self.finished), list(self.in_flight.values()), self.sent)
-            reason = self.watcher(snapshot)
+            reason = self.watcher(self.snapshot())
             if reason:
                 self.halt("watcher", reason)
                 return
 
-    async def _one(self, session: aiohttp.ClientSession, i: int) -> None:
-        prompt, output = int(self.plan.prompt_tokens[i]), int(self.plan.output_tokens[i])
-        body = build_body(self.opt.api, self.opt.model, prompt, output, self.rng, self.opt.force_output_length)
-        flight = InFlight(i, float(self.plan.arrival_s[i]), self.now(), prompt, [])
-        self.in_flight[i] = flight
+    def snapshot(self) -> RunSnapshot:
+        """What a watcher sees now (copies; the run goes on changing)."""
+        views = [InFlight(r.index, r.scheduled_s, self.seconds(r.start_ns), r.prompt_tokens,
+                          self.seconds(r.stamps_ns[0]) if r.filled else math.nan, r.filled)
+                 for r in list(self.live.values())]
+        return RunSnapshot(self.now(), list(self.finished), views, self.sent)
+
+    async def _one(self, pool: Pool, i: int) -> None:
+        output = self.outputs[i]
+        body = build_body(self.opt.api, self.opt.model, self.prompts[i], output, self.rng, self.opt.force_output_length)
+        live = _Live(i, self.arrivals[i], time.perf_counter_ns(), self.prompts[i], output)
+        self.live[i] = live
         parser = StreamParser(self.opt.api)
-        error: str | None = None
+        feed, stamp, clock = parser.feed, live.stamp, time.perf_counter_ns
+
+        def on_body(piece: bytes) -> None:
+            now_ns = clock()  # when the bytes were read, before any parsing
+            new = feed(piece)
+            if new:
+                stamp(now_ns, new)
+
         try:
-            error = await self._stream(session, body, flight, parser)
+            error = await pool.post(PATHS[self.opt.api], body, on_body)
         except asyncio.CancelledError:
             error = f"cancelled: {self.stop_reason or 'run stopped'}"
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as err:
-            error = _describe_error(err, self.opt.request_timeout_s)
-        self._finish(flight, parser, error)
+        except Exception as err:  # noqa: BLE001 - a client bug must end this request, not hang the run
+            error = f"client error: {type(err).__name__}: {err}"[:300]
+        self._finish(live, parser, error)
 
-    async def _stream(self, session: aiohttp.ClientSession, body: bytes, flight: InFlight,
-                      parser: StreamParser) -> str | None:
-        headers = {"Content-Type": "application/json"}
-        async with session.post(self.url, data=body, headers=headers) as resp:
-            if resp.status != 200:
-                text = (await resp.text())[:200]
-                return f"HTTP {resp.status}: {text}"
-            async for data in resp.content.iter_any():
-                new = parser.feed(data)
-                if new:
-                    stamp = self.now()
-                    flight.chunk_times_s.extend([stamp] * new)
-                if parser.error:
-                    return parser.error
-        if not parser.done:
-            return f"stream cut mid-response: ended before [DONE] after {parser.content_chunks} chunks"
-        return None
-
-    def _finish(self, flight: InFlight, parser: StreamParser, error: str | None) -> None:
-        self.in_flight.pop(flight.index, None)
-        if error is None and not flight.chunk_times_s:
-            error = "empty response: no content chunks"
-        self.finished.append(RequestRecord(
-            flight.index, flight.scheduled_s, flight.start_s, flight.prompt_tokens,
-            parser.output_tokens, tuple(flight.chunk_times_s), error))
+    def _finish(self, live: _Live, parser: StreamParser, error: str | None) -> None:
+        self.live.pop(live.index, None)
+        if error is None:
+            error = parser.error or _stream_end_error(parser, live)
+        t0, k = self.t0_ns, self.s_per_ns
+        times = tuple((s - t0) * k for s in live.stamps_ns[:live.filled])
+        self.finished.append(RequestRecord(live.index, live.scheduled_s, (live.start_ns - t0) * k,
+                                           live.prompt_tokens, parser.output_tokens, times, error))
         if error and not error.startswith("cancelled"):
             self.failures += 1
             if self.failures > self.opt.max_failed_requests:
                 self.halt("failures", f"{self.failures} requests failed; most common: {error}")
+        self.running -= 1
+        self._settle_if_idle()
+
+    def _settle_if_idle(self) -> None:
+        if not self.dispatching and not self.running:
+            self.settled.set()
+
+
+def _stream_end_error(parser: StreamParser, live: _Live) -> str | None:
+    if not parser.done:
+        return f"stream cut mid-response: ended before [DONE] after {parser.content_chunks} chunks"
+    if not live.filled:
+        return "empty response: no content chunks"
+    return None
 
 
 async def run_load_async(plan: RequestPlan, options: ClientOptions, *, watcher: Watcher | None = None,

@@ -20,6 +20,7 @@ PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/com
 
 #: Token ids safe for any tokenizer with a vocabulary of at least 32k (skips special ids).
 _ID_RANGE = (1000, 30000)
+_decode_json = json.JSONDecoder().decode  # str in, no encoding sniffing per event
 #: Short English words that are one token each in common BPE vocabularies.
 _WORDS = tuple("the of and to in is it you that he was for on are as with his they at be this".split())
 
@@ -27,18 +28,39 @@ _WORDS = tuple("the of and to in is it you that he was for on are as with his th
 def build_body(api: Api, model: str, prompt_tokens: int, output_tokens: int,
                rng: np.random.Generator, force_output_length: bool = True) -> bytes:
     """The JSON body of one streamed request."""
-    body: dict[str, object] = {
-        "model": model, "max_tokens": int(output_tokens), "stream": True,
-        "stream_options": {"include_usage": True}, "temperature": 0.0,
-    }
-    if force_output_length:
-        body.update({"min_tokens": int(output_tokens), "ignore_eos": True})
-    if api == "completions":
-        body["prompt"] = rng.integers(*_ID_RANGE, size=max(1, int(prompt_tokens))).tolist()
-    else:
-        picks = rng.integers(0, len(_WORDS), size=max(1, int(prompt_tokens)))
-        body["messages"] = [{"role": "user", "content": " ".join(_WORDS[i] for i in picks)}]
-    return json.dumps(body, separators=(",", ":")).encode()
+    return BodyMaker(api, model, rng, force_output_length)(prompt_tokens, output_tokens)
+
+
+class BodyMaker:
+    """Request bodies of one run: a fixed JSON head, random prompt ids drawn in large blocks
+    (one numpy call per ``block`` ids instead of one per request)."""
+
+    def __init__(self, api: Api, model: str, rng: np.random.Generator, force_output_length: bool = True,
+                 block: int = 1 << 16) -> None:
+        self.api, self.rng, self.force, self.block = api, rng, force_output_length, block
+        self.id_range = _ID_RANGE if api == "completions" else (0, len(_WORDS))
+        fixed = {"model": model, "stream": True, "stream_options": {"include_usage": True}, "temperature": 0.0}
+        self.head = json.dumps(fixed, separators=(",", ":"))[:-1]  # without the closing brace
+        self._ids = np.empty(0, dtype=np.int64)
+        self._at = 0
+
+    def __call__(self, prompt_tokens: int, output_tokens: int) -> bytes:
+        n, out = max(1, int(prompt_tokens)), int(output_tokens)
+        force = f',"min_tokens":{out},"ignore_eos":true' if self.force else ""
+        ids = self._draw(n)
+        if self.api == "completions":
+            prompt = f'"prompt":{json.dumps(ids)}'
+        else:
+            prompt = f'"messages":[{{"role":"user","content":"{" ".join(_WORDS[i] for i in ids)}"}}]'
+        return f'{self.head},"max_tokens":{out}{force},{prompt}}}'.encode()
+
+    def _draw(self, n: int) -> list[int]:
+        """The next ``n`` random ids (one numpy draw refills a block of them)."""
+        if self._at + n > len(self._ids):
+            self._ids = self.rng.integers(*self.id_range, size=max(self.block, n))
+            self._at = 0
+        self._at += n
+        return self._ids[self._at - n:self._at].tolist()
 
 
 @dataclass
@@ -58,10 +80,13 @@ class StreamParser:
 
     def feed(self, data: bytes) -> int:
         """Consume bytes; return how many new content chunks they completed."""
-        self._buffer += data
-        *events, self._buffer = self._buffer.split(b"\n\n")
+        buffer = self._buffer + data if self._buffer else data
+        *events, self._buffer = buffer.split(b"\n\n")
         before = self.content_chunks
         for event in events:
+            if event.startswith(b"data: ") and b"\n" not in event:  # the usual one-line event
+                self._data(event[6:])
+                continue
             for line in event.split(b"\n"):
                 if line.startswith(b"data:"):
                     self._data(line[5:].strip())
@@ -72,7 +97,7 @@ class StreamParser:
             self.done = True
             return
         try:
-            obj = json.loads(payload)
+            obj = _decode_json(payload.decode())
         except ValueError:
             self.error = f"malformed stream event: {payload[:80]!r}"
             return
