@@ -1,4 +1,8 @@
-"""``fleetsieve measure``: one live measurement against a running OpenAI-compatible server."""
+"""``fleetsieve measure``: one live measurement against a running OpenAI-compatible server.
+
+The backend (and with it the HTTP client) is imported inside the command, so registering it
+costs ``fleetsieve --help`` nothing.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from typing import Optional
 
 import typer
 
-from fleetsieve.backends.openai.backend import OpenAIBackend
 from fleetsieve.errors import InputError
 from fleetsieve.records import Cell, Measurement
 
@@ -39,6 +42,8 @@ def measure(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """Measure one load level over real HTTP and print vLLM-style metrics plus status."""
+    from fleetsieve.backends.openai.backend import OpenAIBackend
+
     try:
         backend = OpenAIBackend(dict(endpoint=endpoint, model=model, duration_s=duration, api=api, arrival=arrival,
                                      cv=cv, warmup_s=warmup, cooldown_s=cooldown))

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -114,6 +113,8 @@ class EngineLauncher:
         return LaunchReport(tp, True, time.monotonic() - t0, str(log_path), error)
 
     def _wait_healthy(self) -> str | None:
+        import httpx  # here, not at module import: keeps CLI start-up fast
+
         deadline = time.monotonic() + self.args.startup_timeout_s
         url = self.url + self.args.health_path
         while time.monotonic() < deadline:
