@@ -29,7 +29,7 @@ def summary_run(p50: float, p90: float, p99: float, n: int, throughput: float = 
 
 
 def test_p90_over_the_slo_proves_the_p99_over_it():
-    assert RULE([summary_run(10000, 31000, 40000, n=300)], SLO, 1.0, 0.05) is Verdict.INFEASIBLE
+    assert RULE([summary_run(10000, 40000, 50000, n=300)], SLO, 1.0, 0.05) is Verdict.INFEASIBLE
 
 
 def test_clear_margin_with_many_requests_is_feasible():
@@ -52,7 +52,7 @@ def test_tight_repeats_settle_a_cell_near_the_slo():
 
 
 def test_contradicting_repeats_are_indeterminate():
-    runs = [summary_run(5000, 9000, 12000, n=3000), summary_run(10000, 32000, 45000, n=3000)]
+    runs = [summary_run(5000, 9000, 12000, n=3000), summary_run(10000, 40000, 55000, n=3000)]
     assert RULE(runs, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
 
 

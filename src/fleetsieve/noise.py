@@ -21,6 +21,10 @@ Nothing above p99 is reported, so the upper bound of a p99 is semi-parametric: t
 bound gives the rank ``u`` the true p99 can reach, and the tail between the reported p90 and
 p99 is assumed no heavier than exponential, ``Q(u) <= p90 + (p99 - p90) * ln(0.1/(1-u)) / ln(10)``.
 Means are compared at face value (their sampling error is far below a tail quantile's).
+Requests of one run are not really independent (they queue behind each other, and the arrival
+sequence and warm-up differ between runs), so a single run's interval is further widened by a
+run-to-run log-normal spread ``run_sd`` (default 0.1, i.e. about 10% on a tail latency):
+``[lo * exp(-z * run_sd), hi * exp(z * run_sd)]`` with z the one-sided normal quantile.
 
 Source 2, repeats (two or more OK runs): a one-sided Student-t interval on the mean of
 log(metric) across repeats, assuming run-to-run noise is log-normal and independent.
@@ -33,6 +37,7 @@ import re
 from typing import Mapping, Sequence
 
 import numpy as np
+from scipy.special import ndtri
 from scipy.stats import binom, t as student_t
 
 from fleetsieve.errors import InputError
@@ -114,9 +119,15 @@ def repeat_interval(values: Sequence[float], level: float) -> tuple[float, float
     return float(math.exp(logs.mean() - half)), float(math.exp(logs.mean() + half))
 
 
-def _metric_claim(runs: Sequence[Measurement], key: str, bound: float, level: float) -> str:
+def _widened(interval: tuple[float, float], level: float, run_sd: float) -> tuple[float, float]:
+    spread = math.exp(float(ndtri(level)) * run_sd)
+    return interval[0] / spread, interval[1] * spread
+
+
+def _metric_claim(runs: Sequence[Measurement], key: str, bound: float, level: float, run_sd: float) -> str:
     """'over', 'under' or 'unknown' for one SLO metric, from every source."""
-    intervals = [run_interval(m, key, level) for m in runs] + [repeat_interval([m.metric(key) for m in runs], level)]
+    intervals = [_widened(run_interval(m, key, level), level, run_sd) for m in runs]
+    intervals.append(repeat_interval([m.metric(key) for m in runs], level))
     over = any(lo > bound for lo, _ in intervals)
     under = any(hi <= bound for _, hi in intervals)
     if over == under:
@@ -125,7 +136,7 @@ def _metric_claim(runs: Sequence[Measurement], key: str, bound: float, level: fl
 
 
 def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
-                   saturation_tol: float, confidence: float) -> Verdict:
+                   saturation_tol: float, confidence: float, run_sd: float) -> Verdict:
     usable = [m for m in runs if m.status is not Status.FAILED]
     if not usable:
         return Verdict.UNMEASURED
@@ -135,7 +146,7 @@ def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_r
     if all(behind):
         return Verdict.INFEASIBLE
     level = 1.0 - (1.0 - confidence) / max(len(slo), 1)
-    claims = [_metric_claim(usable, key, bound, level) for key, bound in slo.items()]
+    claims = [_metric_claim(usable, key, bound, level, run_sd) for key, bound in slo.items()]
     if "over" in claims:
         return Verdict.INFEASIBLE
     if all(c == "under" for c in claims) and not any(behind):
@@ -143,13 +154,15 @@ def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_r
     return Verdict.INDETERMINATE
 
 
-def noise_aware_rule(confidence: float = 0.95) -> VerdictRule:
+def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1) -> VerdictRule:
     """The noise-aware ``VerdictRule`` at ``confidence`` (see the module docstring)."""
     if not 0.5 <= confidence < 1.0:
         raise InputError("confidence", f"must be in [0.5, 1), got {confidence}")
+    if not 0.0 <= run_sd < 2.0:
+        raise InputError("run_sd", f"must be in [0, 2), got {run_sd}")
 
     def rule(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float, saturation_tol: float) -> Verdict:
-        return _noise_verdict(runs, slo, load_rps, saturation_tol, confidence)
+        return _noise_verdict(runs, slo, load_rps, saturation_tol, confidence, run_sd)
 
     rule.__name__ = f"noise_aware_rule_{confidence:g}"
     return rule
