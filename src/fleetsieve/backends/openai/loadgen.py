@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from fleetsieve.backends.openai.http1 import Pool, parse_endpoint
-from fleetsieve.backends.openai.protocol import PATHS, Api, StreamParser, build_body
+from fleetsieve.backends.openai.protocol import PATHS, Api, BodyMaker, StreamParser
 from fleetsieve.backends.openai.timing import RequestRecord
 
 
@@ -132,7 +132,8 @@ class _Run:
         self.plan, self.opt, self.watcher = plan, options, watcher
         self.check_interval_s = check_interval_s
         self.endpoint = parse_endpoint(options.endpoint)
-        self.rng = np.random.default_rng(options.seed)
+        self.bodies = BodyMaker(options.api, options.model, np.random.default_rng(options.seed),
+                                options.force_output_length)
         self.arrivals: list[float] = plan.arrival_s.tolist()
         self.prompts: list[int] = np.asarray(plan.prompt_tokens, dtype=np.int64).tolist()
         self.outputs: list[int] = np.asarray(plan.output_tokens, dtype=np.int64).tolist()
@@ -216,7 +217,7 @@ class _Run:
 
     async def _one(self, pool: Pool, i: int) -> None:
         output = self.outputs[i]
-        body = build_body(self.opt.api, self.opt.model, self.prompts[i], output, self.rng, self.opt.force_output_length)
+        body = self.bodies(self.prompts[i], output)
         live = _Live(i, self.arrivals[i], time.perf_counter_ns(), self.prompts[i], output)
         self.live[i] = live
         parser = StreamParser(self.opt.api)
