@@ -9,7 +9,7 @@ from fleetsieve.knowledge import Knowledge, true_capacities
 from fleetsieve.strategies._plans import certificate_plan
 from fleetsieve.strategies._whatif import DecisionCache
 
-from test_strategy_contract import small_world
+from fleetsieve.model.synthetic import small_world
 
 
 @pytest.mark.parametrize("seed", range(4))

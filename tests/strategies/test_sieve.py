@@ -14,7 +14,7 @@ from fleetsieve.spec import parse_spec
 from fleetsieve.strategies import ProfilingState, make_strategy
 from fleetsieve.strategies._whatif import decision_relevant
 
-from test_strategy_contract import small_world
+from fleetsieve.model.synthetic import small_world
 
 LEVELS = (0.5, 1.0, 1.5, 2.0, 3.0)
 

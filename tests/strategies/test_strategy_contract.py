@@ -9,22 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fleetsieve.grid import Grid
 from fleetsieve.knowledge import Knowledge
-from fleetsieve.model.synthetic import make_world
+from fleetsieve.model.synthetic import small_world
 from fleetsieve.noise import noise_aware_rule
-from fleetsieve.plan import space_from_grid
-from fleetsieve.spec import parse_spec
 from fleetsieve.strategies import STRATEGIES, ProfilingState, make_strategy
 
 ALL = sorted(STRATEGIES)
-
-
-def small_world(seed: int = 0, repeats: int = 1, noise_sd: float = 0.0):
-    world = make_world(seed, levels_per_config=6, workloads=("chat", "code"), budget=12, repeats=repeats, noise_sd=noise_sd)
-    spec = parse_spec(world.spec)
-    grid = Grid(world.runs)
-    return spec, grid, space_from_grid(spec, grid)
 
 
 def partial_state(seed: int, fraction: float, pending: int = 2, rule=None) -> ProfilingState:

@@ -77,3 +77,14 @@ def make_world(seed: int, *, repeats: int = 1, noise_sd: float = 0.0, levels_per
             "workloads": {w: {"demand_rps": round(float(top[w] * rng.uniform(1.5, 3.0)), 3),
                               "slo": {"p99_e2el_ms": E2EL_SLO_MS, "p99_ttft_ms": TTFT_SLO_MS}} for w in workloads}}
     return World(spec, tuple(runs), mu)
+
+
+def small_world(seed: int = 0, repeats: int = 1, noise_sd: float = 0.0):
+    """A small world ready for replay (2 workloads x 4 TP x 6 levels, 12 GPUs): spec, grid, cell space."""
+    from fleetsieve.grid import Grid
+    from fleetsieve.plan import space_from_grid
+    from fleetsieve.spec import parse_spec
+
+    world = make_world(seed, levels_per_config=6, workloads=("chat", "code"), budget=12, repeats=repeats, noise_sd=noise_sd)
+    spec, grid = parse_spec(world.spec), Grid(world.runs)
+    return spec, grid, space_from_grid(spec, grid)
