@@ -24,7 +24,8 @@ HEADER = ",".join(REQUIRED_COLUMNS)
 def test_round_trip_keeps_extra_columns_and_status(tmp_path):
     m = Measurement(Cell("chat", 2, 0.5), metrics={c: 1.5 for c in REQUIRED_COLUMNS[8:]}, gpu_seconds=600.0,
                     duration_s=300.0, repeat=1, num_requests=150, completed=149, extra={"seed": "7"})
-    aborted = Measurement(Cell("chat", 2, 4.0), status=Status.ABORTED_INFEASIBLE, gpu_seconds=80.0, duration_s=40.0)
+    aborted = Measurement(Cell("chat", 2, 4.0), status=Status.ABORTED_INFEASIBLE, gpu_seconds=80.0, duration_s=40.0,
+                          reason="backlog grew")
     path = tmp_path / "g.csv"
     write_grid([m, aborted], path)
     grid = load_grid(path)
@@ -32,6 +33,7 @@ def test_round_trip_keeps_extra_columns_and_status(tmp_path):
     assert got.metrics["p99_e2el_ms"] == 1.5 and got.extra["seed"] == "7" and got.completed == 149
     assert grid.runs(Cell("chat", 2, 4.0))[0].status is Status.ABORTED_INFEASIBLE
     assert math.isnan(grid.runs(Cell("chat", 2, 4.0))[0].metric("p99_e2el_ms"))
+    assert grid.runs(Cell("chat", 2, 4.0))[0].reason == "backlog grew"
 
 
 def test_append_adds_rows(tmp_path):

@@ -176,6 +176,8 @@ def measurement_to_row(m: Measurement) -> dict[str, object]:
     row.update({c: m.metrics.get(c, math.nan) for c in GRID_METRIC_COLUMNS})
     row["status"] = m.status.value
     row.update(m.extra)
+    if m.reason:
+        row["reason"] = m.reason
     return row
 
 
@@ -195,7 +197,7 @@ def write_grid(measurements: Iterable[Measurement], path: str | Path, append: bo
 
 
 def _columns(rows: Sequence[dict[str, object]]) -> list[str]:
-    columns = list(REQUIRED_COLUMNS) + ["status"]
+    columns = list(REQUIRED_COLUMNS) + ["status", "reason"]
     for row in rows:
         columns += [k for k in row if k not in columns]
     return columns
