@@ -95,3 +95,11 @@ def test_far_from_the_slo_the_rule_decides():
     mu = np.log(0.4 * SLO["p99_e2el_ms"]) - 2.326 * 0.8
     verdicts = [RULE([run_from_sample(np.exp(rng.normal(mu, 0.8, 400)))], SLO, 1.0, 0.05) for _ in range(50)]
     assert sum(v is Verdict.FEASIBLE for v in verdicts) >= 45
+
+
+def test_a_throughput_shortfall_within_count_noise_is_not_saturation():
+    short = Measurement(CELL, metrics={"p50_e2el_ms": 5000, "p90_e2el_ms": 9000, "p99_e2el_ms": 12000, "request_throughput": 0.84},
+                        num_requests=2000, completed=2000, duration_s=300.0)
+    far_short = Measurement(CELL, metrics={**short.metrics, "request_throughput": 0.6}, num_requests=2000, completed=2000, duration_s=300.0)
+    assert RULE([short], SLO, 1.0, 0.15) is Verdict.FEASIBLE
+    assert RULE([far_short], SLO, 1.0, 0.15) is Verdict.INFEASIBLE

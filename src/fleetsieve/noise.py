@@ -5,7 +5,7 @@ gets an interval for its true value from two sources; a cell is
 
 * INFEASIBLE when some run was aborted as infeasible, every usable run fell behind its load, or
   some metric's lower confidence bound is over its SLO;
-* FEASIBLE when every usable run kept up and every metric's upper confidence bound is within its SLO;
+* FEASIBLE when no run fell behind and every metric's upper confidence bound is within its SLO;
 * INDETERMINATE otherwise (or when the sources contradict each other); a strategy may buy a repeat.
 
 Confidence: ``confidence`` per cell, split evenly over its SLO metrics (Bonferroni), so every
@@ -25,6 +25,12 @@ Requests of one run are not really independent (they queue behind each other, an
 sequence and warm-up differ between runs), so a single run's interval is further widened by a
 run-to-run log-normal spread ``run_sd`` (default 0.1, i.e. about 10% on a tail latency):
 ``[lo * exp(-z * run_sd), hi * exp(z * run_sd)]`` with z the one-sided normal quantile.
+
+Throughput: a run falls behind only when its ``request_throughput`` is under
+``(1 - saturation_tol) * load`` by more than Poisson count noise allows: with ``duration_s``
+seconds of arrivals at rate ``load``, the rate's standard error is ``sqrt(load / duration_s)``,
+and the shortfall must exceed ``z`` of them (one-sided, at the same level). Keeping up is the
+null hypothesis; a shortfall within count noise is not evidence of saturation.
 
 Source 2, repeats (two or more OK runs): a one-sided Student-t interval on the mean of
 log(metric) across repeats, assuming run-to-run noise is log-normal and independent.
@@ -135,6 +141,12 @@ def _metric_claim(runs: Sequence[Measurement], key: str, bound: float, level: fl
     return "over" if over else "under"
 
 
+def falls_behind(run: Measurement, load_rps: float, saturation_tol: float, level: float) -> bool:
+    """Throughput short of the load by more than Poisson count noise (see the module docstring)."""
+    noise = math.sqrt(load_rps / run.duration_s) if run.duration_s > 0 else 0.0
+    return run.metric("request_throughput") < (1.0 - saturation_tol) * load_rps - float(ndtri(level)) * noise
+
+
 def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
                    saturation_tol: float, confidence: float, run_sd: float) -> Verdict:
     usable = [m for m in runs if m.status is not Status.FAILED]
@@ -142,10 +154,10 @@ def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_r
         return Verdict.UNMEASURED
     if any(m.status is Status.ABORTED_INFEASIBLE for m in usable):
         return Verdict.INFEASIBLE
-    behind = [m.metric("request_throughput") < (1.0 - saturation_tol) * load_rps for m in usable]
+    level = 1.0 - (1.0 - confidence) / max(len(slo), 1)
+    behind = [falls_behind(m, load_rps, saturation_tol, level) for m in usable]
     if all(behind):
         return Verdict.INFEASIBLE
-    level = 1.0 - (1.0 - confidence) / max(len(slo), 1)
     claims = [_metric_claim(usable, key, bound, level, run_sd) for key, bound in slo.items()]
     if "over" in claims:
         return Verdict.INFEASIBLE
