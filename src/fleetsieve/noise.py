@@ -38,6 +38,8 @@ log(metric) across repeats, assuming run-to-run noise is log-normal and independ
 
 from __future__ import annotations
 
+import functools
+
 import math
 import re
 from typing import Mapping, Sequence
@@ -173,8 +175,5 @@ def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1) -> VerdictRu
     if not 0.0 <= run_sd < 2.0:
         raise InputError("run_sd", f"must be in [0, 2), got {run_sd}")
 
-    def rule(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float, saturation_tol: float) -> Verdict:
-        return _noise_verdict(runs, slo, load_rps, saturation_tol, confidence, run_sd)
-
-    rule.__name__ = f"noise_aware_rule_{confidence:g}"
-    return rule
+    # A partial of a module-level function pickles, so the rule can cross process pools.
+    return functools.partial(_noise_verdict, confidence=confidence, run_sd=run_sd)

@@ -12,6 +12,7 @@ from fleetsieve.evaluate.hindsight import HindsightCertificate, hindsight_certif
 from fleetsieve.evaluate.loss import SPARSE_FRACTIONS, CapacityOnlyDecision, Loss, capacity_only_decision, sparse_random_loss
 from fleetsieve.evaluate.truth import Truth, build_truth
 from fleetsieve.grid import Grid
+from fleetsieve.noise import noise_aware_rule
 from fleetsieve.knowledge import VerdictRule, all_repeats_rule
 from fleetsieve.spec import FleetSpec
 
@@ -57,13 +58,7 @@ def verdict_rule(noise_aware: bool | None, has_repeats: bool) -> tuple[str, Verd
     """The replay's verdict rule: the noise-aware one when asked for (or by default on repeats)."""
     if not (noise_aware if noise_aware is not None else has_repeats):
         return "all-repeats", all_repeats_rule
-    try:
-        from fleetsieve.noise import noise_aware_rule
-    except ImportError:
-        if noise_aware:
-            raise InputError("--noise-aware", "fleetsieve.noise is not available in this build") from None
-        return "all-repeats (noise-aware rule not available)", all_repeats_rule
-    return "noise-aware", noise_aware_rule
+    return "noise-aware", noise_aware_rule()
 
 
 def savings_table(experiment: Experiment, seed: int) -> dict[str, dict[str, Saving]]:
