@@ -70,3 +70,36 @@ def test_parse_request_rules():
 def test_invalid_json_is_400(server):
     r = httpx.post(server.url + "/v1/completions", content=b"{nope", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and "JSON" in r.json()["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def fast_client():
+    from fleetsieve.serve_sim import FixedStepEngine, is_fast_mode
+
+    engine = FixedStepEngine(step_s=0.001)
+    assert is_fast_mode(engine, 0.0) and not is_fast_mode(engine, 1.0)
+    with ServerThread(create_app(engine, model="sim-model", time_scale=0.0)) as s:
+        yield openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=10), s.url
+
+
+def test_fast_mode_streams_are_openai_compatible_and_written_at_once(fast_client):
+    client, url = fast_client
+    stream = client.completions.create(model="sim-model", prompt=[1, 2, 3], max_tokens=6, stream=True,
+                                       stream_options={"include_usage": True})
+    chunks = list(stream)
+    assert sum(1 for c in chunks if c.choices and c.choices[0].text) == 6
+    assert chunks[-1].usage.completion_tokens == 6
+    chat = list(client.chat.completions.create(model="sim-model", messages=[{"role": "user", "content": "a b"}],
+                                               max_tokens=3, stream=True))
+    assert chat[0].choices[0].delta.role == "assistant"
+    assert sum(1 for c in chat if c.choices and c.choices[0].delta.content) == 3
+    raw = httpx.post(url + "/v1/completions", json={"model": "sim-model", "prompt": "x", "max_tokens": 2, "stream": True})
+    assert raw.headers["content-type"] == "text/event-stream" and raw.headers["content-length"] == str(len(raw.content))
+    assert raw.content.endswith(b"data: [DONE]\n\n")
+
+
+def test_fast_mode_plain_completion_and_errors(fast_client):
+    client, _ = fast_client
+    assert client.completions.create(model="sim-model", prompt="a b", max_tokens=3).choices[0].text == " t t t"
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model="other", prompt="x", max_tokens=2, stream=True)

@@ -55,3 +55,20 @@ def test_watcher_stop_cancels_in_flight_requests(sim_server):
     assert out.stopped_by == "watcher" and out.stop_reason == "enough"
     assert out.wall_s < 1.5
     assert len(out.records) < len(plan) and all(r.error.startswith("cancelled") for r in out.records)
+
+
+def test_requests_share_keep_alive_connections_and_stamps_follow_the_send(sim_server):
+    plan = poisson_plan(rate=100, duration=1.0, output=4)
+    out = run_load(plan, ClientOptions(sim_server.url, "m"))
+    assert all(r.ok for r in out.records) and len(out.records) > 50
+    # ~100 requests of ~10 ms each at 100/s overlap a few at a time: a handful of connections
+    assert 1 <= out.connections_opened <= 20
+    for r in out.records:
+        assert r.start_s <= r.chunk_times_s[0] <= r.chunk_times_s[-1]
+        assert list(r.chunk_times_s) == sorted(r.chunk_times_s)
+
+
+def test_connection_cap_bounds_connections_and_every_request_still_completes(sim_server):
+    plan = poisson_plan(rate=200, duration=0.5, output=4)
+    out = run_load(plan, ClientOptions(sim_server.url, "m", max_connections=2))
+    assert all(r.ok for r in out.records) and out.connections_opened <= 2

@@ -48,3 +48,21 @@ def test_parser_chat_ignores_role_only_chunk_and_reports_errors():
     bad = StreamParser("completions")
     bad.feed(b"data: {not json\n\n")
     assert bad.error.startswith("malformed")
+
+
+def test_body_maker_refills_its_id_block_and_keeps_bodies_distinct():
+    from fleetsieve.backends.openai.protocol import BodyMaker
+
+    make = BodyMaker("completions", "m", np.random.default_rng(1), block=8)
+    bodies = [json.loads(make(5, 3)) for _ in range(6)] + [json.loads(make(20, 3))]  # 20 > block
+    assert [len(b["prompt"]) for b in bodies] == [5] * 6 + [20]
+    assert len({tuple(b["prompt"]) for b in bodies}) == 7
+    assert all(1000 <= t < 30000 for b in bodies for t in b["prompt"])
+    again = BodyMaker("completions", "m", np.random.default_rng(1), block=8)
+    assert json.loads(again(5, 3)) == bodies[0]  # same seed, same requests
+
+
+def test_parser_reads_multi_line_events_and_comments():
+    parser = StreamParser("completions")
+    raw = b': keep-alive comment\n\nevent: message\ndata: {"choices":[{"text":"x"}]}\n\ndata:[DONE]\n\n'
+    assert parser.feed(raw) == 1 and parser.done

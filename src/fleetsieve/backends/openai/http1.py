@@ -82,7 +82,8 @@ class _Exchange:
 
 
 class _Stale(str):
-    """A reused keep-alive connection the server had already closed: safe to resend."""
+    """A reused keep-alive connection closed before any answer: the request is sent once more on
+    a new connection, as HTTP clients do (the server may have seen the first copy)."""
 
 
 _STALE = _Stale("stream cut mid-response: keep-alive connection closed by the server before answering")
