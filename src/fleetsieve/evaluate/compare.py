@@ -12,7 +12,6 @@ from fleetsieve.evaluate.hindsight import HindsightCertificate, hindsight_certif
 from fleetsieve.evaluate.loss import SPARSE_FRACTIONS, CapacityOnlyDecision, Loss, capacity_only_decision, sparse_random_loss
 from fleetsieve.evaluate.truth import Truth, build_truth
 from fleetsieve.grid import Grid
-from fleetsieve.noise import noise_aware_rule
 from fleetsieve.knowledge import VerdictRule, all_repeats_rule
 from fleetsieve.spec import FleetSpec
 
@@ -58,6 +57,8 @@ def verdict_rule(noise_aware: bool | None, has_repeats: bool) -> tuple[str, Verd
     """The replay's verdict rule: the noise-aware one when asked for (or by default on repeats)."""
     if not (noise_aware if noise_aware is not None else has_repeats):
         return "all-repeats", all_repeats_rule
+    from fleetsieve.noise import noise_aware_rule  # scipy.stats: only when used, keeps CLI start-up fast
+
     return "noise-aware", noise_aware_rule()
 
 
