@@ -45,8 +45,7 @@ import re
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.special import ndtri
-from scipy.stats import binom, t as student_t
+from scipy.special import bdtr, bdtrc, ndtri, stdtrit
 
 from fleetsieve.errors import InputError
 from fleetsieve.knowledge import VerdictRule
@@ -71,12 +70,39 @@ def _reported(run: Measurement, kind: str) -> list[tuple[float, float]]:
     return [(p, v) for p, v in out if math.isfinite(v)]
 
 
+# Verdicts are recomputed at every step of every replay, but the binomial terms depend only on
+# (rank, request count, quantile, level): cache them, and use scipy.special's direct functions.
+@functools.lru_cache(maxsize=1 << 16)
+def _binom_sf(k: int, n: int, q: float) -> float:
+    """P(Binom(n, q) > k)."""
+    return float(bdtrc(k, n, q))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _binom_cdf(k: int, n: int, q: float) -> float:
+    """P(Binom(n, q) <= k)."""
+    return float(bdtr(k, n, q))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _binom_ppf(level: float, n: int, q: float) -> int:
+    """Smallest k with P(Binom(n, q) <= k) >= level."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _binom_cdf(mid, n, q) >= level:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def _lower_bound(reported: list[tuple[float, float]], q: float, n: int, level: float) -> float:
     """Largest reported value that the true q-quantile exceeds with probability >= level."""
     best = -math.inf
     for p, value in reported:
         j = math.ceil((n - 1) * p) + 1  # the reported value is at most X_(j)
-        if p <= q and binom.sf(j - 1, n, q) >= level:
+        if p <= q and _binom_sf(j - 1, n, q) >= level:
             best = max(best, value)
     return best
 
@@ -86,7 +112,7 @@ def _upper_bound(reported: list[tuple[float, float]], q: float, n: int, level: f
     best = math.inf
     for p, value in reported:
         j = math.floor((n - 1) * p) + 1  # the reported value is at least X_(j)
-        if p >= q and binom.cdf(j - 1, n, q) >= level:
+        if p >= q and _binom_cdf(j - 1, n, q) >= level:
             best = min(best, value)
     return min(best, _tail_upper_bound(reported, q, n, level))
 
@@ -96,7 +122,7 @@ def _tail_upper_bound(reported: list[tuple[float, float]], q: float, n: int, lev
     values = dict(reported)
     if q <= 0.9 or 0.9 not in values or 0.99 not in values:
         return math.inf
-    rank = int(binom.ppf(level, n, q)) + 1  # P(Binom(n, q) <= rank - 1) >= level
+    rank = _binom_ppf(level, n, q) + 1  # P(Binom(n, q) <= rank - 1) >= level
     u = rank / (n + 1)
     if rank > n or u <= 0.9:
         return math.inf if rank > n else values[0.99]
@@ -123,7 +149,7 @@ def repeat_interval(values: Sequence[float], level: float) -> tuple[float, float
     logs = np.log(np.asarray([v for v in values if v > 0 and math.isfinite(v)], dtype=float))
     if len(logs) < 2:
         return -math.inf, math.inf
-    half = float(student_t.ppf(level, len(logs) - 1)) * float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    half = float(stdtrit(len(logs) - 1, level)) * float(logs.std(ddof=1)) / math.sqrt(len(logs))
     return float(math.exp(logs.mean() - half)), float(math.exp(logs.mean() + half))
 
 
