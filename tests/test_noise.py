@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -45,14 +47,14 @@ def test_p99_just_over_the_slo_is_not_claimed_infeasible_from_one_run():
 
 
 def test_tight_repeats_settle_a_cell_near_the_slo():
-    runs = [summary_run(10000, 20000, v, n=150) for v in (27000, 27300, 26800, 27100)]
+    runs = [dataclasses.replace(summary_run(10000, 20000, v, n=150), repeat=i) for i, v in enumerate((27000, 27300, 26800, 27100))]
     assert RULE(runs, SLO, 1.0, 0.05) is Verdict.FEASIBLE
     lo, hi = repeat_interval([r.metric("p99_e2el_ms") for r in runs], 0.975)
     assert lo < 27050 < hi < 30000
 
 
 def test_contradicting_repeats_are_indeterminate():
-    runs = [summary_run(5000, 9000, 12000, n=3000), summary_run(10000, 40000, 55000, n=3000)]
+    runs = [summary_run(5000, 9000, 12000, n=3000), dataclasses.replace(summary_run(10000, 40000, 55000, n=3000), repeat=1)]
     assert RULE(runs, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
 
 
@@ -103,3 +105,9 @@ def test_a_throughput_shortfall_within_count_noise_is_not_saturation():
     far_short = Measurement(CELL, metrics={**short.metrics, "request_throughput": 0.6}, num_requests=2000, completed=2000, duration_s=300.0)
     assert RULE([short], SLO, 1.0, 0.15) is Verdict.FEASIBLE
     assert RULE([far_short], SLO, 1.0, 0.15) is Verdict.INFEASIBLE
+
+
+def test_the_same_repeat_handed_back_twice_is_not_new_evidence():
+    once = [summary_run(10000, 20000, 28000, n=150)]
+    assert RULE(once, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+    assert RULE(once * 3, SLO, 1.0, 0.05) is Verdict.INDETERMINATE

@@ -32,7 +32,8 @@ seconds of arrivals at rate ``load``, the rate's standard error is ``sqrt(load /
 and the shortfall must exceed ``z`` of them (one-sided, at the same level). Keeping up is the
 null hypothesis; a shortfall within count noise is not evidence of saturation.
 
-Source 2, repeats (two or more OK runs): a one-sided Student-t interval on the mean of
+Source 2, repeats (two or more OK runs with distinct ``repeat`` numbers; a run handed back twice
+counts once): a one-sided Student-t interval on the mean of
 log(metric) across repeats, assuming run-to-run noise is log-normal and independent.
 """
 
@@ -175,9 +176,17 @@ def falls_behind(run: Measurement, load_rps: float, saturation_tol: float, level
     return run.metric("request_throughput") < (1.0 - saturation_tol) * load_rps - float(ndtri(level)) * noise
 
 
+def _distinct_repeats(runs: Sequence[Measurement]) -> list[Measurement]:
+    """One run per repeat number: a replay may hand back the same repeat twice, which is not new evidence."""
+    seen: dict[int, Measurement] = {}
+    for m in runs:
+        seen.setdefault(m.repeat, m)
+    return list(seen.values())
+
+
 def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
                    saturation_tol: float, confidence: float, run_sd: float) -> Verdict:
-    usable = [m for m in runs if m.status is not Status.FAILED]
+    usable = _distinct_repeats([m for m in runs if m.status is not Status.FAILED])
     if not usable:
         return Verdict.UNMEASURED
     if any(m.status is Status.ABORTED_INFEASIBLE for m in usable):

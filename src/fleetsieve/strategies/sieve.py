@@ -39,6 +39,8 @@ from fleetsieve.strategies.base import ProfilingState, Strategy, StrategyArgs
 class SieveArgs(StrategyArgs):
     samples: int = Field(default=6, ge=0, description="capacity draws for the certificate-plan lookahead")
     myopic_weight: float = Field(default=0.5, ge=0, description="weight of the one-step expected gap drop")
+    conservative_weight: float = Field(default=1.0, ge=0, description="extra weight of the gap drop a feasible outcome brings "
+                                       "(it raises the recommendation itself, so cost-to-oracle falls sooner)")
     prior_mix: float = Field(default=0.1, ge=0, le=1, description="uniform share mixed into the model's capacity beliefs")
     use_model: bool = Field(default=True, description="False: uniform beliefs within the bounds")
     max_runs_per_cell: int = Field(default=DEFAULT_MAX_RUNS_PER_CELL, ge=1)
@@ -107,9 +109,11 @@ class Sieve(Strategy):
                 if not after.relevant(now):
                     continue
                 p = beliefs[cfg].prob_at_least(load)
-                drop = g0 - (p * potential(k.spec, after.feasible) + (1 - p) * potential(k.spec, after.infeasible))
+                gain_if_feasible = max(g0 - potential(k.spec, after.feasible), 0.0)
+                drop = p * gain_if_feasible + (1 - p) * max(g0 - potential(k.spec, after.infeasible), 0.0)
                 share = freq[cell] / max(self.args.samples, 1)
-                scored.append(_Scored(cell, (share + self.args.myopic_weight * max(drop, 0.0) / g0) / k.space.cost(cell)))
+                value = share + (self.args.myopic_weight * drop + self.args.conservative_weight * p * gain_if_feasible) / g0
+                scored.append(_Scored(cell, value / k.space.cost(cell)))
         return scored
 
 
