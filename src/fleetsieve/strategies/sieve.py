@@ -39,7 +39,7 @@ from fleetsieve.strategies.base import ProfilingState, Strategy, StrategyArgs
 class SieveArgs(StrategyArgs):
     samples: int = Field(default=6, ge=0, description="capacity draws for the certificate-plan lookahead")
     myopic_weight: float = Field(default=0.5, ge=0, description="weight of the one-step expected gap drop")
-    conservative_weight: float = Field(default=1.0, ge=0, description="extra weight of the gap drop a feasible outcome brings "
+    conservative_weight: float = Field(default=3.0, ge=0, description="extra weight of the gap drop a feasible outcome brings "
                                        "(it raises the recommendation itself, so cost-to-oracle falls sooner)")
     prior_mix: float = Field(default=0.1, ge=0, le=1, description="uniform share mixed into the model's capacity beliefs")
     use_model: bool = Field(default=True, description="False: uniform beliefs within the bounds")
