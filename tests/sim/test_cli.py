@@ -32,6 +32,15 @@ def test_simulate_closed_loop_json():
     assert data["gpu_seconds"] == 4 * data["duration_s"] and data["p99_tpot_ms"] > 0
 
 
+def test_simulate_kv_precision_defaults_to_weights_and_can_differ():
+    base = ["simulate", "--model", "meta-llama/Llama-3.1-70B", "--tp", "2", "--precision", "fp8",
+            "--concurrency", "8", "--isl", "2048", "--osl", "64", "--json"]
+    same = json.loads(invoke(*base).output)
+    wide = json.loads(invoke(*base, "--kv-precision", "bf16").output)
+    assert same["kv_precision"] == "fp8" and wide["kv_precision"] == "bf16"
+    assert wide["mean_tpot_ms"] > same["mean_tpot_ms"]  # twice the KV bytes read per decode step
+
+
 def test_simulate_open_loop_json():
     res = invoke("simulate", "--tp", "8", "--workload", "code", "--rate", "1", "--duration", "30", "--json")
     assert res.exit_code == 0, res.output
@@ -43,7 +52,8 @@ def test_one_line_errors():
     for args, text in [(["--model", "x/y", "--concurrency", "2"], "unknown model"),
                        (["--gpu", "tpu", "--concurrency", "2"], "unknown gpu"),
                        (["--workload", "chat", "--rate", "-2"], "--rate"),
-                       (["--tp", "2"], "either --concurrency")]:
+                       (["--tp", "2"], "either --concurrency"),
+                       (["--kv-precision", "int4", "--concurrency", "2"], "--kv-precision")]:
         res = invoke("simulate", *args)
         assert res.exit_code == 2 and text in res.output and res.output.count("\n") == 1, res.output
 

@@ -31,3 +31,13 @@ def test_fp8_and_bigger_memory_give_more_kv():
 def test_70b_does_not_fit_on_one_h100():
     assert not layout("meta-llama/Llama-3.1-70B", "h100-sxm", 1).fits
     assert layout("meta-llama/Llama-3.1-70B", "h100-sxm", 1, "fp8").fits
+
+
+def test_kv_precision_sizes_the_cache_apart_from_the_weights():
+    cat = load_catalog()
+    arch, gpu = cat.model("meta-llama/Llama-3.1-70B"), cat.gpu("h100-sxm")
+    fp8_kv = kv_layout(arch, gpu, 2, "fp8")
+    bf16_kv = kv_layout(arch, gpu, 2, "fp8", kv_precision="bf16")
+    assert bf16_kv.weights_bytes_per_gpu == fp8_kv.weights_bytes_per_gpu
+    assert bf16_kv.kv_bytes_per_token_per_gpu == 2 * fp8_kv.kv_bytes_per_token_per_gpu
+    assert abs(bf16_kv.capacity_tokens * 2 - fp8_kv.capacity_tokens) <= 2 * bf16_kv.block_size

@@ -58,3 +58,16 @@ def test_gemm_part_matches_vidur_codellama34b_h100_per_op_timings():
     assert len(errors) > 100
     assert np.median(errors) < 0.15, np.median(errors)
     assert np.percentile(errors, 90) < 0.45  # the roofline corner (256-512 tokens) is optimistic
+
+
+def test_kv_precision_changes_only_decode_kv_reads():
+    cat = load_catalog()
+    arch, gpu, params = cat.model("meta-llama/Llama-3.1-70B"), cat.gpu("h100-sxm"), load_fitted_params()
+    fp8_kv = StepTimeModel(arch, gpu, 4, "fp8", params)
+    bf16_kv = StepTimeModel(arch, gpu, 4, "fp8", params, kv_precision="bf16")
+    prefill_only = (4096.0, 0.0, 4096.0 * 2048, 0.0, 1.0, 1.0)
+    assert bf16_kv.step_s_scalar(*prefill_only) == pytest.approx(fp8_kv.step_s_scalar(*prefill_only))
+    decode = (0.0, 64.0, 0.0, 64 * 4096.0, 64.0, 64.0)
+    kv_read_fp8 = 64 * 4096 * 2 * (arch.kv_heads / 4) * arch.head_dim * 1 / (gpu.hbm_bytes_per_s * params.hbm_eff)
+    extra = bf16_kv.step_s_scalar(*decode) - fp8_kv.step_s_scalar(*decode)
+    assert extra == pytest.approx(arch.layers * kv_read_fp8, rel=1e-6)

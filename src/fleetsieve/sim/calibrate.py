@@ -84,7 +84,8 @@ class Schedule:
 
     def metrics_ms(self, params: StepTimeParams) -> tuple[float, float]:
         """Mean TTFT and mean TPOT (ms) when the steps are timed with ``params``."""
-        model = StepTimeModel(self.steps.arch, self.steps.gpu, self.steps.tp, self.steps.precision, params)
+        model = StepTimeModel(self.steps.arch, self.steps.gpu, self.steps.tp, self.steps.precision, params,
+                              self.steps.kv_precision)
         ends = np.cumsum(model.step_s(*(self.features[k] for k in STEP_FEATURES)))
         starts = np.concatenate([[0.0], ends])
         arrival = starts[self.arrival_step]
@@ -94,27 +95,33 @@ class Schedule:
         return float(ttft.mean() * 1e3), float(tpot.mean() * 1e3)
 
 
-def schedule_for(p: Point, catalog: str | None = None, waves: int = 8) -> Schedule:
-    """Simulate ``p`` once (any parameters give the same schedule) and keep what re-timing needs."""
+def schedule_for(p: Point, catalog: str | None = None, waves: int = 8, kv_precision: str | None = None) -> Schedule:
+    """Simulate ``p`` once (any parameters give the same schedule) and keep what re-timing needs.
+
+    ``kv_precision`` overrides the KV-cache element type (None: the row's precision).
+    """
     engine = make_engine(model=p.model, gpu=p.gpu, tp=p.tp, precision=p.precision, catalog=catalog, record_steps=True,
-                         record_itl=False)
+                         record_itl=False, kv_precision=kv_precision)
     run_closed_loop(engine, concurrency=p.concurrency, isl=p.isl, osl=p.osl, waves=waves)
     r, n = engine.requests, engine.requests.size
     return Schedule(p, engine.step_model, engine.step_features(), r.arrival_step[:n].copy(),
                     r.first_step[:n].copy(), r.finish_step[:n].copy(), r.target[:n].copy())
 
 
-def evaluate_point(p: Point, params: StepTimeParams | None = None, catalog: str | None = None) -> tuple[float, float]:
+def evaluate_point(p: Point, params: StepTimeParams | None = None, catalog: str | None = None,
+                   kv_precision: str | None = None) -> tuple[float, float]:
     """Mean TTFT and TPOT (ms) of a direct closed-loop run (no step recording: fast)."""
-    engine = make_engine(model=p.model, gpu=p.gpu, tp=p.tp, precision=p.precision, catalog=catalog, params=params)
+    engine = make_engine(model=p.model, gpu=p.gpu, tp=p.tp, precision=p.precision, catalog=catalog, params=params,
+                         kv_precision=kv_precision)
     metrics = run_closed_loop(engine, concurrency=p.concurrency, isl=p.isl, osl=p.osl).metrics
     return metrics["mean_ttft_ms"], metrics["mean_tpot_ms"]
 
 
-def simulatable(p: Point, catalog: str | None = None) -> bool:
+def simulatable(p: Point, catalog: str | None = None, kv_precision: str | None = None) -> bool:
     """Dense models in the catalog, on a GPU we know, that fit in memory."""
     try:
-        return make_parts(model=p.model, gpu=p.gpu, tp=p.tp, precision=p.precision, catalog=catalog)[1].fits
+        return make_parts(model=p.model, gpu=p.gpu, tp=p.tp, precision=p.precision, catalog=catalog,
+                          kv_precision=kv_precision)[1].fits
     except (KeyError, ValueError):
         return False
 

@@ -130,7 +130,7 @@ def load_catalog(user_file: str | None = None) -> Catalog:
     return Catalog(models, hardware)
 
 
-def check_precision(precision: str) -> str:
+def check_precision(precision: str, where: str = "--precision") -> str:
     if precision not in PRECISIONS:
-        raise InputError("--precision", f"unknown precision {precision!r}; use one of {sorted(PRECISIONS)}")
+        raise InputError(where, f"unknown precision {precision!r}; use one of {sorted(PRECISIONS)}")
     return precision

@@ -28,6 +28,8 @@ def _json_safe(data: dict) -> dict:
 def simulate(
     model: str = MODEL_OPT, gpu: str = GPU_OPT, tp: int = typer.Option(1, "--tp"),
     precision: str = typer.Option("bf16", "--precision"),
+    kv_precision: Optional[str] = typer.Option(None, "--kv-precision",
+                                               help="KV-cache element type (vLLM --kv-cache-dtype); default: --precision"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="closed loop: concurrent clients"),
     isl: int = typer.Option(1024, "--isl", help="closed loop: prompt tokens"),
     osl: int = typer.Option(512, "--osl", help="closed loop: output tokens"),
@@ -43,7 +45,7 @@ def simulate(
     """Simulate one replica: closed loop (--concurrency) or open loop (--workload and --rate)."""
     try:
         result = _simulate(model, gpu, tp, precision, concurrency, isl, osl, workload, rate, duration, arrival, cv,
-                           seed, catalog)
+                           seed, catalog, kv_precision)
     except InputError as err:
         raise _print_error(err) from None
     if as_json:
@@ -54,7 +56,7 @@ def simulate(
 
 
 def _simulate(model, gpu, tp, precision, concurrency, isl, osl, workload, rate, duration, arrival, cv, seed,
-              catalog) -> dict:
+              catalog, kv_precision=None) -> dict:
     from fleetsieve.sim.factory import make_engine
     from fleetsieve.sim.run import run_closed_loop, run_open_loop
 
@@ -62,7 +64,7 @@ def _simulate(model, gpu, tp, precision, concurrency, isl, osl, workload, rate, 
         raise InputError("simulate", "give either --concurrency (closed loop) or --workload with --rate (open loop)")
     if rate is not None and not rate > 0:
         raise InputError("--rate", f"must be a positive number of requests/s, got {rate}")
-    engine = make_engine(model=model, gpu=gpu, tp=tp, precision=precision, catalog=catalog)
+    engine = make_engine(model=model, gpu=gpu, tp=tp, precision=precision, catalog=catalog, kv_precision=kv_precision)
     if concurrency is not None:
         result = run_closed_loop(engine, concurrency=concurrency, isl=isl, osl=osl)
     else:
@@ -72,7 +74,8 @@ def _simulate(model, gpu, tp, precision, concurrency, isl, osl, workload, rate, 
 
         stream = get_workload(workload).sample(rate_rps=rate, duration_s=duration, arrival=arrival, cv=cv, seed=seed)
         result = run_open_loop(engine, stream.arrival_s, stream.prompt_tokens, stream.output_tokens, duration_s=duration)
-    return {"model": model, "gpu": gpu, "tp": tp, "precision": precision, **result.to_json(tp)}
+    return {"model": model, "gpu": gpu, "tp": tp, "precision": precision, "kv_precision": kv_precision or precision,
+            **result.to_json(tp)}
 
 
 def grid_build(

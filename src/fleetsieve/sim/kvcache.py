@@ -50,12 +50,17 @@ def activation_reserve_bytes(arch: ModelArch, tp: int, max_num_batched_tokens: i
 
 
 def kv_layout(arch: ModelArch, gpu: Hardware, tp: int, precision: str, *, gpu_memory_utilization: float = 0.9,
-              block_size: int = 16, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256) -> KVLayout:
-    """The KV capacity of one replica (``num_blocks`` <= 0 means the model does not fit)."""
+              block_size: int = 16, max_num_batched_tokens: int = 8192, max_num_seqs: int = 256,
+              kv_precision: str | None = None) -> KVLayout:
+    """The KV capacity of one replica (``num_blocks`` <= 0 means the model does not fit).
+
+    ``precision`` sizes the weights, ``kv_precision`` (default: the same) the cache elements.
+    """
+    kv_dtype = kv_precision or precision
     weights = weights_bytes_per_gpu(arch, tp, precision)
     reserve = activation_reserve_bytes(arch, tp, max_num_batched_tokens, max_num_seqs)
     kv_bytes = gpu_memory_utilization * gpu.memory_bytes - weights - reserve
-    per_token = arch.kv_bytes_per_token(precision) / tp if tp <= arch.kv_heads else (
-        arch.kv_bytes_per_token(precision) / arch.kv_heads)  # heads replicated beyond kv_heads
+    per_token = arch.kv_bytes_per_token(kv_dtype) / tp if tp <= arch.kv_heads else (
+        arch.kv_bytes_per_token(kv_dtype) / arch.kv_heads)  # heads replicated beyond kv_heads
     blocks = int(kv_bytes // (per_token * block_size)) if kv_bytes > 0 else 0
     return KVLayout(weights, reserve, kv_bytes, per_token, block_size, blocks)

@@ -119,6 +119,12 @@ class StepTimeModel:
     tp: int
     precision: str
     params: StepTimeParams
+    #: KV-cache element type (vLLM's ``--kv-cache-dtype``); None means the same as the weights.
+    kv_precision: str | None = None
+
+    @property
+    def kv_dtype(self) -> str:
+        return self.kv_precision or self.precision
 
     def gemm_s(self, tokens: Any) -> Any:
         """One layer's GEMMs (qkv, o, MLP) on one GPU for ``tokens`` batched tokens."""
@@ -133,7 +139,7 @@ class StepTimeModel:
         q_heads = a.q_heads / self.tp
         kv_heads = max(a.kv_heads / self.tp, 1.0)  # KV heads are replicated when tp > kv_heads
         prefill = 4.0 * np.asarray(prefill_pairs, dtype=float) * q_heads * a.head_dim / (self.gpu.bf16_flops * p.attn_flops_eff)
-        kv_bytes = np.asarray(decode_ctx_tokens, dtype=float) * 2 * kv_heads * a.head_dim * PRECISIONS[self.precision]
+        kv_bytes = np.asarray(decode_ctx_tokens, dtype=float) * 2 * kv_heads * a.head_dim * PRECISIONS[self.kv_dtype]
         return prefill + kv_bytes / (self.gpu.hbm_bytes_per_s * p.hbm_eff)
 
     def lm_head_s(self, sampled_seqs: Any) -> Any:
@@ -150,7 +156,7 @@ class StepTimeModel:
         weight_read = weights * PRECISIONS[self.precision] / (g.hbm_bytes_per_s * p.hbm_eff)
         per_pair = 4.0 * (a.q_heads / tp) * a.head_dim / (g.bf16_flops * p.attn_flops_eff)
         kv_heads = max(a.kv_heads / tp, 1.0)
-        per_ctx = 2 * kv_heads * a.head_dim * PRECISIONS[self.precision] / (g.hbm_bytes_per_s * p.hbm_eff)
+        per_ctx = 2 * kv_heads * a.head_dim * PRECISIONS[self.kv_dtype] / (g.hbm_bytes_per_s * p.hbm_eff)
         head = a.vocab * a.hidden / tp
         head_token = 2.0 * head / (g.bf16_flops * p.gemm_flops_eff)
         head_read = head * ACT_BYTES / (g.hbm_bytes_per_s * p.hbm_eff)
