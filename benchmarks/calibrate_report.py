@@ -2,6 +2,7 @@
 
     python benchmarks/calibrate_report.py            # report with the shipped parameters
     python benchmarks/calibrate_report.py --refit    # refit, write data/fitted_steptime.json, report
+    python benchmarks/calibrate_report.py --kv-precision bf16   # fp8-weight rows with a bf16 KV cache
 
 Fit: Qwen/Qwen3-32B, vLLM, H100, bf16, TP 2/4/8, OSL 128/1024 (60 points). Held out: OSL 512
 (30 points). Everything else is evaluated with the fitted parameters, never fitted. Validation
@@ -28,6 +29,15 @@ def _group(points, label, pred):
     return label, chosen
 
 
+def _floor(groups) -> None:
+    print("\nReal mean TPOT / roofline floor (100 % of peak, no all-reduce, no overhead; 1.0 = at the hardware limit):")
+    for label, runs in groups:
+        ratios = [run.tpot_ms / cal.roofline_floor_ms(run) for run in (r.point if isinstance(r, cal.Schedule) else r
+                                                                         for r in runs)]
+        if ratios:
+            print(f"  {label:<48} median {np.median(ratios):5.2f}  min {np.min(ratios):5.2f}")
+
+
 def _cliff(params) -> None:
     print("\nKV-cache cliff (Qwen3-32B vLLM H100 bf16, ISL 4096, concurrency 128):")
     for p in cal.load_points():
@@ -41,6 +51,8 @@ def _cliff(params) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--refit", action="store_true")
+    parser.add_argument("--kv-precision", default=None, help="KV-cache type for rows evaluated directly (default: "
+                                                               "the row's precision)")
     args = parser.parse_args()
     points = cal.load_points()
     fit = [cal.schedule_for(p) for p in points if cal.is_fit_point(p)]
@@ -74,7 +86,8 @@ def main() -> int:
             groups.append(_group(vpoints, label, lambda p, b=backend, s=system: p.backend == b and p.system == s))
     print()
     for label, schedules in groups:
-        print(cal.error_report(label, schedules, params).line())
+        print(cal.error_report(label, schedules, params, kv_precision=args.kv_precision).line())
+    _floor(groups)
     _cliff(params)
     return 0
 

@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 import numpy as np
 from scipy.optimize import least_squares
 
+from fleetsieve.sim.catalog import PRECISIONS, load_catalog
 from fleetsieve.sim.engine import STEP_FEATURES
 from fleetsieve.sim.factory import make_engine, make_parts
 from fleetsieve.sim.run import run_closed_loop
@@ -163,15 +164,35 @@ class ErrorReport:
                 f"   TPOT |err| median {self.tpot_median:5.1f}%  p90 {self.tpot_p90:6.1f}%")
 
 
-def error_report(label: str, runs: Iterable[Schedule | Point], params: StepTimeParams) -> ErrorReport:
-    """Errors over schedules (re-timed) or points (simulated directly with ``params``)."""
+def error_report(label: str, runs: Iterable[Schedule | Point], params: StepTimeParams,
+                 kv_precision: str | None = None) -> ErrorReport:
+    """Errors over schedules (re-timed) or points (simulated directly with ``params``, and with
+    ``kv_precision`` as the KV-cache type when given)."""
     ttft_err, tpot_err = [], []
     for run in runs:
         point = run.point if isinstance(run, Schedule) else run
-        ttft, tpot = run.metrics_ms(params) if isinstance(run, Schedule) else evaluate_point(run, params)
+        ttft, tpot = run.metrics_ms(params) if isinstance(run, Schedule) else evaluate_point(
+            run, params, kv_precision=kv_precision)
         ttft_err.append(abs(ttft / point.ttft_ms - 1) * 100)
         tpot_err.append(abs(tpot / point.tpot_ms - 1) * 100)
     if not ttft_err:
         return ErrorReport(label, 0, *([float("nan")] * 4))
     return ErrorReport(label, len(ttft_err), float(np.median(ttft_err)), float(np.percentile(ttft_err, 90)),
                        float(np.median(tpot_err)), float(np.percentile(tpot_err, 90)))
+
+
+def roofline_floor_ms(p: Point, catalog: str | None = None) -> float:
+    """The least possible mean TPOT (ms) of a closed-loop point on its hardware.
+
+    In steady state each decode step of ``c`` clients also carries ``c x isl / osl`` prompt tokens;
+    the floor is that step at 100 % of peak FLOP/s or HBM bandwidth (weights plus the KV of
+    half-finished requests), whichever binds, with no all-reduce and no overhead. A measurement
+    near this floor cannot be matched by any step-time model with realistic efficiencies.
+    """
+    cat = load_catalog(catalog)
+    arch, gpu = cat.model(p.model), cat.gpu(p.gpu)
+    tokens = p.concurrency * (1 + p.isl / p.osl)
+    flops = 2.0 * arch.layers * arch.layer_params / p.tp * tokens
+    weights = arch.layers * arch.layer_params * PRECISIONS[p.precision] / p.tp
+    kv = p.concurrency * (p.isl + p.osl / 2) * arch.kv_bytes_per_token(p.precision) / p.tp
+    return max(flops / gpu.flops(p.precision), (weights + kv) / gpu.hbm_bytes_per_s) * 1e3
