@@ -2,7 +2,9 @@
 
 One step:
 
-1. If the decision is certified (gap within tolerance), stop.
+1. If the decision is certified (gap within tolerance), confirm the levels up to ``lo`` of the
+   configurations in use with ``confirm_runs`` runs each (the oracle counts a capacity only up to
+   the first level failing in any repeat; the bounds assume monotonicity), then stop.
 2. Fit the joint capacity/tail model to every measurement and turn its P(feasible) per level
    into a capacity distribution per unresolved configuration (conditioned on the bounds).
 3. Lookahead: draw capacity vectors from those distributions; for each, find an irreducible
@@ -29,7 +31,7 @@ from pydantic import Field
 
 from fleetsieve.knowledge import Config, Knowledge
 from fleetsieve.model import CapacityDistribution, JointTailModel, capacity_distribution
-from fleetsieve.records import CapacityBounds, Cell, Decision
+from fleetsieve.records import CapacityBounds, Cell, Decision, Verdict
 from fleetsieve.strategies._common import DEFAULT_MAX_RUNS_PER_CELL, open_levels, unresolved
 from fleetsieve.strategies._plans import certificate_plan
 from fleetsieve.strategies._whatif import DecisionCache, outcomes, potential
@@ -44,6 +46,8 @@ class SieveArgs(StrategyArgs):
     prior_mix: float = Field(default=0.1, ge=0, le=1, description="uniform share mixed into the model's capacity beliefs")
     use_model: bool = Field(default=True, description="False: uniform beliefs within the bounds")
     max_runs_per_cell: int = Field(default=DEFAULT_MAX_RUNS_PER_CELL, ge=1)
+    confirm_runs: int = Field(default=3, ge=0, description="once certified, runs wanted of every level up to lo of the "
+                              "configurations in use (0: stop at the certificate); a repeat handed back twice ends it")
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,10 @@ class Sieve(Strategy):
         cache = DecisionCache(k.spec)
         bounds = k.bounds()
         now = cache(bounds)
-        if now.certified or n <= 0:
+        if n <= 0:
             return []
+        if now.certified:
+            return _confirmations(state, bounds, now, self.args.confirm_runs, self.args.max_runs_per_cell)[:n]
         open_cells = {cfg: open_levels(state, cfg, bounds[cfg], self.args.max_runs_per_cell) for cfg in unresolved(bounds)}
         beliefs = self._beliefs(k, bounds)
         rng = np.random.default_rng([state.seed, len(k.runs), sum(len(v) for v in k.runs.values())])
@@ -74,6 +80,8 @@ class Sieve(Strategy):
             scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=False)
         if not scored:
             scored = _stalled(k, open_cells, freq)
+        if not scored:  # nothing left can move the gap (e.g. cells that stay indeterminate)
+            return _confirmations(state, bounds, now, self.args.confirm_runs, self.args.max_runs_per_cell)[:n]
         return _batch(scored, n, rng)
 
     def _beliefs(self, k: Knowledge, bounds: dict[Config, CapacityBounds]) -> dict[Config, CapacityDistribution]:
@@ -138,6 +146,27 @@ def _stalled(k: Knowledge, open_cells: dict[Config, list[float]], freq: Counter[
     """No single cell moves the decision (only a combination would): take the most needed plan cells."""
     return [_Scored(Cell(*cfg, L), (freq[Cell(*cfg, L)] + 1e-9) / k.space.cost(Cell(*cfg, L)))
             for cfg, levels in open_cells.items() for L in levels]
+
+
+def _needs_confirming(state: ProfilingState, cell: Cell, want: int, max_runs: int) -> bool:
+    runs = state.knowledge.runs.get(cell, [])
+    repeats = [m.repeat for m in runs]
+    if cell in state.pending or len(set(repeats)) < len(repeats) or len(runs) >= min(want, max_runs):
+        return False
+    return state.knowledge.verdict(cell) is not Verdict.INFEASIBLE
+
+
+def _confirmations(state: ProfilingState, bounds: dict[Config, CapacityBounds], now: Decision, want: int,
+                   max_runs: int) -> list[Cell]:
+    """Cells up to ``lo`` of the configurations in use that lack runs, nearest ``lo`` first.
+
+    The bounds assume feasibility is monotone in load and take one run as the cell's verdict; the
+    oracle counts a capacity only up to the first level that fails in any repeat. Confirming the
+    levels the recommendation rests on makes the two agree; a failure reopens the gap.
+    """
+    used = sorted({(w, a.tp) for w, parts in now.conservative.assignments.items() for a in parts if a.replicas > 0})
+    cells = [Cell(*cfg, L) for cfg in used for L in reversed(state.knowledge.space.levels[cfg]) if L <= bounds[cfg].lo]
+    return [c for c in cells if _needs_confirming(state, c, want, max_runs)]
 
 
 def _batch(scored: list[_Scored], n: int, rng: np.random.Generator) -> list[Cell]:
