@@ -12,7 +12,8 @@ from fleetsieve.knowledge import CellSpace, Knowledge, true_capacities
 from fleetsieve.records import Cell, Measurement
 from fleetsieve.spec import parse_spec
 from fleetsieve.strategies import ProfilingState, make_strategy
-from fleetsieve.strategies._whatif import decision_relevant
+from fleetsieve.strategies._common import open_levels, unresolved
+from fleetsieve.strategies._whatif import decision_relevant, moves
 
 from fleetsieve.model.synthetic import small_world
 
@@ -39,14 +40,47 @@ def monotone_worlds(draw):
     return spec, space, truth, revealed, draw(st.integers(0, 2**16))
 
 
+def open_cells(knowledge: Knowledge) -> list[Cell]:
+    state, bounds = ProfilingState(knowledge, frozenset(), 0), knowledge.bounds()
+    return [Cell(*cfg, L) for cfg in unresolved(bounds) for L in open_levels(state, cfg, bounds[cfg], 3)]
+
+
+def batch_moves_decision(knowledge: Knowledge, cells: list[Cell]) -> bool:
+    """Whether all of ``cells`` coming out feasible (or all infeasible) together moves the decision."""
+    now = knowledge.decision()
+    feasible = Knowledge(knowledge.spec, knowledge.space, [*knowledge_runs(knowledge), *(run(c, True) for c in cells)])
+    infeasible = Knowledge(knowledge.spec, knowledge.space, [*knowledge_runs(knowledge), *(run(c, False) for c in cells)])
+    return moves(now, feasible.decision()) or moves(now, infeasible.decision())
+
+
+def knowledge_runs(knowledge: Knowledge) -> list[Measurement]:
+    return [m for ms in knowledge.runs.values() for m in ms]
+
+
 @settings(max_examples=120, deadline=None)
 @given(monotone_worlds())
 def test_never_proposes_a_cell_whose_outcome_cannot_change_the_decision(world):
     spec, space, _, revealed, seed = world
     knowledge = Knowledge(spec, space, revealed)
     cells = make_strategy("sieve", {"confirm_runs": 0}).propose(ProfilingState(knowledge, frozenset(), seed), 3)
-    assert all(decision_relevant(knowledge, c) for c in cells)
     assert (cells == []) == knowledge.decision().certified
+    if any(decision_relevant(knowledge, c) for c in open_cells(knowledge)):
+        assert all(decision_relevant(knowledge, c) for c in cells)
+    elif cells:  # stalled: only a combination of cells can move the decision, and the batch is one
+        assert batch_moves_decision(knowledge, cells)
+
+
+def test_a_stalled_gap_is_attacked_with_cells_that_move_it_together():
+    # Found by hypothesis in CI: a and c both have lo = 0, so the max-min fulfilment stays 0 unless
+    # both rise; no single cell moves either objective, yet the gap (1.0 fulfilment) is open.
+    spec = parse_spec({"gpu_budget": 6, "tp_degrees": [1, 2, 4], "tolerance": {"fulfilment": 0.0, "served_rps": 0.05},
+                       "workloads": {w: {"demand_rps": d, "slo": {"p99_e2el_ms": 30000}} for w, d in (("a", 1.0), ("b", 6.0), ("c", 1.0))}})
+    space = CellSpace.from_levels({(w, tp): LEVELS for w in "abc" for tp in (1, 2, 4)}, 10.0)
+    knowledge = Knowledge(spec, space, [run(Cell("a", 1, 1.5), False), run(Cell("b", 2, 2.0), True)])
+    assert not any(decision_relevant(knowledge, c) for c in open_cells(knowledge))
+    cells = make_strategy("sieve", {"confirm_runs": 0}).propose(ProfilingState(knowledge, frozenset(), 0), 3)
+    assert {c.workload for c in cells} >= {"a", "c"}
+    assert batch_moves_decision(knowledge, cells)
 
 
 @settings(max_examples=40, deadline=None)
