@@ -112,3 +112,27 @@ def test_the_same_repeat_handed_back_twice_is_not_new_evidence():
     once = [summary_run(10000, 20000, 28000, n=150)]
     assert RULE(once, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
     assert RULE(once * 3, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+
+
+def test_two_close_repeats_are_not_trusted_for_their_spread():
+    # Two runs a hair apart would give a tight t-interval by chance; a third run widens it again.
+    runs = [dataclasses.replace(summary_run(10000, 20000, v, n=150), repeat=i) for i, v in enumerate((28000, 28100))]
+    assert repeat_interval([r.metric("p99_e2el_ms") for r in runs], 0.975) == (-np.inf, np.inf)
+    assert RULE(runs, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+
+
+def test_a_cell_still_indeterminate_after_settle_after_runs_is_infeasible():
+    runs = [dataclasses.replace(summary_run(10000, 20000, v, n=150), repeat=i) for i, v in enumerate((29000, 31000, 29500))]
+    assert noise_aware_rule(0.95, settle_after=None)(runs, SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+    assert noise_aware_rule(0.95, settle_after=3)(runs, SLO, 1.0, 0.05) is Verdict.INFEASIBLE
+    assert noise_aware_rule(0.95, settle_after=3)(runs[:2], SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+
+
+def test_a_repeat_handed_back_twice_does_not_count_towards_settling():
+    run = summary_run(10000, 20000, 29000, n=150)
+    assert noise_aware_rule(0.95, settle_after=2)([run, run], SLO, 1.0, 0.05) is Verdict.INDETERMINATE
+
+
+def test_settle_after_must_be_positive():
+    with pytest.raises(InputError):
+        noise_aware_rule(0.95, settle_after=0)

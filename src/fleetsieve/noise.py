@@ -6,7 +6,11 @@ gets an interval for its true value from two sources; a cell is
 * INFEASIBLE when some run was aborted as infeasible or fell behind its load (as in the plain
   rule), or some metric's lower confidence bound is over its SLO;
 * FEASIBLE when no run fell behind and every metric's upper confidence bound is within its SLO;
-* INDETERMINATE otherwise (or when the sources contradict each other); a strategy may buy a repeat.
+* INDETERMINATE otherwise (or when the sources contradict each other); a strategy may buy a repeat;
+* INFEASIBLE, too, when it is still indeterminate after ``settle_after`` distinct runs: a cell that
+  repeats cannot show to meet its SLO is not one to run at that load (the paper's "boundary
+  repeats", with a stopping rule). This also makes the full-grid truth crisp, so a decision can
+  be certified at all; ``settle_after=None`` keeps such a cell indeterminate for ever.
 
 Confidence: ``confidence`` per cell, split evenly over its SLO metrics (Bonferroni), so every
 one-sided statement is made at ``1 - (1 - confidence) / n_metrics``.
@@ -31,9 +35,11 @@ Throughput: a run falls behind when its ``request_throughput`` is under
 allowance for Poisson count noise (the shipped grid sets 0.15 for that reason), so no further
 slack is added: the noise-aware rule is never more lenient than the oracle's rule on throughput.
 
-Source 2, repeats (two or more OK runs with distinct ``repeat`` numbers; a run handed back twice
-counts once): a one-sided Student-t interval on the mean of
-log(metric) across repeats, assuming run-to-run noise is log-normal and independent.
+Source 2, repeats (``MIN_REPEATS_FOR_SPREAD`` = 3 or more OK runs with distinct ``repeat``
+numbers; a run handed back twice counts once): a one-sided Student-t interval on the mean of
+log(metric) across repeats, assuming run-to-run noise is log-normal and independent. Two runs are
+not enough: their spread is one number, and two close values by chance give a tight interval
+that a third run then widens, so a cell would flip from feasible to indeterminate as evidence grows.
 """
 
 from __future__ import annotations
@@ -53,6 +59,8 @@ from fleetsieve.records import Measurement, Status, Verdict
 
 _PERCENTILE = re.compile(r"^(p(\d+)|median)_(\w+)_ms$")
 _REPORTED = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
+#: Fewest distinct repeats whose spread the rule trusts (see the module docstring).
+MIN_REPEATS_FOR_SPREAD = 3
 
 
 def _quantile_of(key: str) -> tuple[float, str] | None:
@@ -147,7 +155,7 @@ def run_interval(run: Measurement, key: str, level: float) -> tuple[float, float
 def repeat_interval(values: Sequence[float], level: float) -> tuple[float, float]:
     """One-sided t bounds (each at ``level``) on the typical value across repeats."""
     logs = np.log(np.asarray([v for v in values if v > 0 and math.isfinite(v)], dtype=float))
-    if len(logs) < 2:
+    if len(logs) < MIN_REPEATS_FOR_SPREAD:
         return -math.inf, math.inf
     half = float(stdtrit(len(logs) - 1, level)) * float(logs.std(ddof=1)) / math.sqrt(len(logs))
     return float(math.exp(logs.mean() - half)), float(math.exp(logs.mean() + half))
@@ -183,7 +191,15 @@ def _distinct_repeats(runs: Sequence[Measurement]) -> list[Measurement]:
 
 
 def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
-                   saturation_tol: float, confidence: float, run_sd: float) -> Verdict:
+                   saturation_tol: float, confidence: float, run_sd: float, settle_after: int | None = None) -> Verdict:
+    verdict = _confident_verdict(runs, slo, load_rps, saturation_tol, confidence, run_sd)
+    if verdict is Verdict.INDETERMINATE and settle_after is not None and len(_distinct_repeats(runs)) >= settle_after:
+        return Verdict.INFEASIBLE
+    return verdict
+
+
+def _confident_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
+                       saturation_tol: float, confidence: float, run_sd: float) -> Verdict:
     usable = _distinct_repeats([m for m in runs if m.status is not Status.FAILED])
     if not usable:
         return Verdict.UNMEASURED
@@ -200,12 +216,14 @@ def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_r
     return Verdict.INDETERMINATE
 
 
-def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1) -> VerdictRule:
+def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1, settle_after: int | None = 3) -> VerdictRule:
     """The noise-aware ``VerdictRule`` at ``confidence`` (see the module docstring)."""
     if not 0.5 <= confidence < 1.0:
         raise InputError("confidence", f"must be in [0.5, 1), got {confidence}")
     if not 0.0 <= run_sd < 2.0:
         raise InputError("run_sd", f"must be in [0, 2), got {run_sd}")
+    if settle_after is not None and settle_after < 1:
+        raise InputError("settle_after", f"must be at least 1 run, got {settle_after}")
 
     # A partial of a module-level function pickles, so the rule can cross process pools.
-    return functools.partial(_noise_verdict, confidence=confidence, run_sd=run_sd)
+    return functools.partial(_noise_verdict, confidence=confidence, run_sd=run_sd, settle_after=settle_after)

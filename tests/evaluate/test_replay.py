@@ -78,3 +78,17 @@ def test_noisy_boundary_repeat_can_mislead_a_single_reveal():
     assert not all(t.final_is_oracle for t in traces)
     assert any(t.slo_violation for t in traces)  # mean p99 at 1.0 req/s is (1.0 + 1.1 + 90) s / 3 > 30 s
     assert all(not t.capped for t in traces)
+
+
+class CertificateBlindSpaceOrder(SpaceOrder):
+    """SpaceOrder marked as ignoring the certificate, like random and exhaustive."""
+
+    stops_on_its_own = False
+
+
+def test_a_certificate_blind_strategy_is_judged_at_the_first_certificate():
+    truth = make_truth(CAPS, DEMANDS, 6, repeats=3)  # repeats: no early exit, the replay runs to the end
+    blind, own = replay(CertificateBlindSpaceOrder(), truth, 0, 1), replay(SpaceOrder(), truth, 0, 1)
+    first_certified = next(i for i, s in enumerate(blind.steps) if s.certified)
+    assert blind.stop_index == first_certified < len(blind.steps) - 1
+    assert own.stop_index == len(own.steps) - 1

@@ -34,3 +34,19 @@ def test_level_rounding_goes_up():
 def test_same_objective_ignores_gpu_count():
     assert same_objective(Objective(1.0, 5.0, 4), Objective(1.0, 5.0, 8))
     assert not same_objective(Objective(1.0, 5.0, 4), Objective(1.0, 4.9, 4))
+
+
+def test_truth_follows_the_replay_verdict_rule():
+    from evaluate_grids import make_truth
+    from fleetsieve.evaluate.truth import build_truth
+    from fleetsieve.grid import Grid
+    from fleetsieve.noise import noise_aware_rule
+    from fleetsieve.records import Cell, Measurement
+
+    plain = make_truth({("a", 1): 3}, {"a": 2.0}, 3, repeats=3)
+    edge = Cell("a", 1, 1.5)  # its repeats sit just under the SLO: feasible by the plain rule, never confidently
+    runs = [Measurement(m.cell, metrics={**m.metrics, "p99_e2el_ms": 29_000.0 + 500 * m.repeat, "p90_e2el_ms": 20_000.0},
+                        gpu_seconds=m.gpu_seconds, repeat=m.repeat) if m.cell == edge else m for m in plain.grid.measurements]
+    grid = Grid(tuple(runs))
+    assert build_truth(plain.spec, grid).capacities[("a", 1)] == 1.5
+    assert build_truth(plain.spec, grid, noise_aware_rule(settle_after=3)).capacities[("a", 1)] == 1.0

@@ -1,4 +1,4 @@
-"""exhaustive and random: every cell once, in the promised order."""
+"""exhaustive and random: every cell in the promised order; an indeterminate cell is repeated right away."""
 
 from __future__ import annotations
 
@@ -37,3 +37,21 @@ def test_random_batch_is_a_prefix_of_its_order():
     state = ProfilingState(Knowledge(spec, space, []), frozenset(), 3)
     batch = make_strategy("random").propose(state, 5)
     assert batch == full_order("random", 3)[:5]
+
+
+def test_baselines_repeat_an_indeterminate_cell_right_away_up_to_the_run_limit():
+    from fleetsieve.noise import noise_aware_rule
+    spec, grid, space = small_world(3, repeats=3, noise_sd=0.2)
+    rule = noise_aware_rule(0.95, settle_after=None)
+    for name in ("random", "exhaustive"):
+        strategy, revealed = make_strategy(name, {"max_runs_per_cell": 2}), []
+        while cells := strategy.propose(ProfilingState(Knowledge(spec, space, revealed, rule), frozenset(), 0), 1):
+            k = sum(m.cell == cells[0] for m in revealed)
+            revealed.append(grid.runs(cells[0])[k % len(grid.runs(cells[0]))])
+        counts = {c: sum(m.cell == c for m in revealed) for c in space.cells()}
+        knowledge = Knowledge(spec, space, revealed, rule)
+        assert set(counts.values()) <= {1, 2}
+        assert all(knowledge.verdict(c).name != "INDETERMINATE" or n == 2 for c, n in counts.items())
+        repeated = [c for c, n in counts.items() if n == 2]
+        assert repeated and all(revealed.index(next(m for m in revealed if m.cell == c)) + 1 ==
+                                [i for i, m in enumerate(revealed) if m.cell == c][1] for c in repeated)

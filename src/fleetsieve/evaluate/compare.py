@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -53,13 +54,19 @@ class CompareResult:
     capacity_only: CapacityOnlyDecision
 
 
-def verdict_rule(noise_aware: bool | None, has_repeats: bool) -> tuple[str, VerdictRule]:
+def verdict_rule(noise_aware: bool | None, has_repeats: bool, settle_after: int | None = 3) -> tuple[str, VerdictRule]:
     """The replay's verdict rule: the noise-aware one when asked for (or by default on repeats)."""
     if not (noise_aware if noise_aware is not None else has_repeats):
         return "all-repeats", all_repeats_rule
     from fleetsieve.noise import noise_aware_rule  # scipy.stats: only when used, keeps CLI start-up fast
 
-    return "noise-aware", noise_aware_rule()
+    return "noise-aware", noise_aware_rule(settle_after=settle_after)
+
+
+def grid_repeats(grid: Grid) -> int:
+    """The most runs any cell of ``grid`` has."""
+    counts = Counter(m.cell for m in grid.measurements)
+    return max(counts.values(), default=0)
 
 
 def savings_table(experiment: Experiment, seed: int) -> dict[str, dict[str, Saving]]:
@@ -74,7 +81,7 @@ def _per_workload(spec: FleetSpec, grid: Grid, factories: Mapping[str, StrategyF
                   rule: VerdictRule, tick: Callable[[], None]) -> dict[str, WorkloadResult]:
     out = {}
     for w in spec.workloads:
-        truth = build_truth(spec.restricted_to(w), grid)
+        truth = build_truth(spec.restricted_to(w), grid, rule)
         exp = run_experiment(truth, factories, options.orders, options.seed, rule, options.workers, tick)
         out[w] = WorkloadResult(exp, savings_table(exp, options.seed), hindsight_certificate(truth, options.hindsight_time_limit_s))
     return out
@@ -84,8 +91,10 @@ def run_compare(spec: FleetSpec, grid: Grid, factories: Mapping[str, StrategyFac
                 tick: Callable[[], None] | None = None) -> CompareResult:
     """The full comparison: main experiment, per-workload experiments, physical limit and losses."""
     tick = tick or (lambda: None)
-    truth = build_truth(spec, grid)
-    rule_name, rule = verdict_rule(options.noise_aware, truth.max_repeats > 1)
+    # A cell still indeterminate once every repeat the grid holds is shown settles as infeasible.
+    repeats = grid_repeats(grid)
+    rule_name, rule = verdict_rule(options.noise_aware, repeats > 1, settle_after=max(repeats, 1))
+    truth = build_truth(spec, grid, rule)
     experiment = run_experiment(truth, factories, options.orders, options.seed, rule, options.workers, tick)
     per_workload = _per_workload(spec, grid, factories, options, rule, tick) if options.per_workload and len(spec.workloads) > 1 else {}
     losses = tuple(sparse_random_loss(truth, f, options.orders, options.seed, rule) for f in SPARSE_FRACTIONS)

@@ -38,8 +38,9 @@ class Step:
 class Trace:
     """One strategy's replay of one reveal order.
 
-    ``stop_index`` is where a campaign would have stopped: the first certified step, or the last
-    step when the strategy ran out first. ``final_is_oracle`` and ``slo_violation`` judge the
+    ``stop_index`` is where a campaign would have stopped: where the strategy returned no cell
+    (or the replay was capped); for a strategy that ignores the certificate
+    (``stops_on_its_own`` false), the first certified step when that comes first. ``final_is_oracle`` and ``slo_violation`` judge the
     decision taken there. ``stopped_by_strategy`` is true when the strategy returned no cell;
     ``capped`` when the replay hit its step limit instead.
     """
@@ -97,11 +98,12 @@ def step_limit(truth: Truth) -> int:
 class _Judge:
     """Remembers the decision where the campaign stops (first certificate, else the last)."""
 
-    def __init__(self, truth: Truth) -> None:
+    def __init__(self, truth: Truth, stop_at_certificate: bool) -> None:
         self.truth, self.index, self.oracle, self.violation = truth, -1, False, False
+        self.stop_at_certificate = stop_at_certificate
 
     def note(self, index: int, decision: Decision, lo: Mapping, final: bool) -> None:
-        if self.index >= 0 or not (decision.certified or final):
+        if self.index >= 0 or not ((decision.certified and self.stop_at_certificate) or final):
             return
         self.index = index
         self.oracle = self.truth.is_oracle(self.truth.true_objective(decision.conservative.assignments))
@@ -111,7 +113,7 @@ class _Judge:
 def replay(strategy: Strategy, truth: Truth, order: int, order_seed: int,
            verdict_rule: VerdictRule = all_repeats_rule, name: str | None = None) -> Trace:
     """Run ``strategy`` against the grid in ``truth`` until it stops, is settled, or hits the limit."""
-    revealer, judge = Revealer(truth, order_seed), _Judge(truth)
+    revealer, judge = Revealer(truth, order_seed), _Judge(truth, not getattr(strategy, "stops_on_its_own", True))
     may_exit_early = verdict_rule is all_repeats_rule and truth.max_repeats == 1 and truth.monotone()
     measurements: list[Measurement] = []
     steps: list[Step] = []

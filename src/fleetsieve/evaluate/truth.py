@@ -1,8 +1,10 @@
 """The full-grid truth a replay is judged against.
 
-The truth is what ``fleetsieve plan`` reads from the whole grid: every repeat of every cell,
-judged by the plain all-repeats rule, gives the oracle capacities and the oracle allocation.
-Replays may judge cells with another (noise-aware) rule; the truth never changes with it.
+The truth is what exhaustive profiling concludes: every repeat of every cell, judged by the
+replay's verdict rule, gives the oracle capacities and the oracle allocation. Under the plain
+all-repeats rule this is exactly what ``fleetsieve plan`` reads from the whole grid. Under the
+noise-aware rule a cell the full evidence leaves indeterminate is not feasible for the oracle
+either: a strategy judged by a stricter rule than its own could never reach its reference.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Mapping, Sequence
 
 from fleetsieve.allocate import EPS, evaluate, solve
 from fleetsieve.grid import Grid
-from fleetsieve.knowledge import CellSpace, Knowledge, all_repeats_rule, true_capacities
+from fleetsieve.knowledge import CellSpace, Knowledge, VerdictRule, all_repeats_rule, true_capacities
 from fleetsieve.plan import space_from_grid
 from fleetsieve.records import Allocation, Assignment, Cell, Objective, Status, Verdict
 from fleetsieve.spec import FleetSpec
@@ -73,12 +75,12 @@ def same_objective(a: Objective, b: Objective) -> bool:
     return close_f and close_s
 
 
-def build_truth(spec: FleetSpec, grid: Grid) -> Truth:
+def build_truth(spec: FleetSpec, grid: Grid, verdict_rule: VerdictRule = all_repeats_rule) -> Truth:
     """The truth for ``spec`` on ``grid`` (raises InputError when the grid cannot answer the spec)."""
     space = space_from_grid(spec, grid)
-    full = Knowledge(spec, space, grid.measurements, all_repeats_rule)
+    full = Knowledge(spec, space, grid.measurements, verdict_rule)
     verdicts = {c: full.verdict(c) for c in space.cells()}
-    kappa = true_capacities(spec, space, grid.measurements, all_repeats_rule)
+    kappa = true_capacities(spec, space, grid.measurements, verdict_rule)
     demands = {w: wl.demand_rps for w, wl in spec.workloads.items()}
     oracle = solve(demands, kappa, spec.gpu_budget, mixed=spec.mixed)
     return Truth(spec, grid, space, kappa, oracle, verdicts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from fleetsieve.knowledge import Config
-from fleetsieve.records import CapacityBounds, Cell, Verdict
+from fleetsieve.records import CapacityBounds, Cell
 from fleetsieve.strategies.base import ProfilingState
 
 #: A cell whose runs all failed (or stayed indeterminate) this many times is not proposed again,
@@ -19,9 +19,7 @@ def runs_of(state: ProfilingState, cell: Cell) -> int:
 
 def is_open(state: ProfilingState, cell: Cell, max_runs: int) -> bool:
     """A cell worth (re-)measuring: no verdict yet, not in flight, under the run limit."""
-    if cell in state.pending or runs_of(state, cell) >= max_runs:
-        return False
-    return state.knowledge.verdict(cell) in (Verdict.UNMEASURED, Verdict.INDETERMINATE)
+    return state.undecided(cell, max_runs)
 
 
 def open_levels(state: ProfilingState, config: Config, bounds: CapacityBounds, max_runs: int) -> list[float]:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Mapping
 from pydantic import BaseModel, ConfigDict
 
 from fleetsieve.knowledge import Knowledge
-from fleetsieve.records import Cell
+from fleetsieve.records import Cell, Verdict
 
 
 class StrategyArgs(BaseModel):
@@ -44,12 +44,21 @@ class ProfilingState:
         """Cells never measured and not in flight, in the space's order."""
         return [c for c in self.knowledge.space.cells() if c not in self.knowledge.runs and c not in self.pending]
 
+    def undecided(self, cell: Cell, max_runs: int) -> bool:
+        """Not in flight, under ``max_runs`` runs, and unmeasured or still indeterminate."""
+        if cell in self.pending or len(self.knowledge.runs.get(cell, ())) >= max_runs:
+            return False
+        return self.knowledge.verdict(cell) in (Verdict.UNMEASURED, Verdict.INDETERMINATE)
+
 
 class Strategy(ABC):
     """Chooses cells to measure. See the module docstring for the contract."""
 
     name: ClassVar[str]
     Args: ClassVar[type[StrategyArgs]] = StrategyArgs
+    #: False for strategies that ignore the certificate (they would run on for ever); a campaign
+    #: using one stops at the first certificate instead of at the strategy's own ``[]``.
+    stops_on_its_own: ClassVar[bool] = True
 
     def __init__(self, args: StrategyArgs | Mapping[str, Any] | None = None) -> None:
         self.args = args if isinstance(args, StrategyArgs) else self.Args.model_validate(dict(args or {}))

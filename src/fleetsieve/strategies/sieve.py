@@ -3,8 +3,9 @@
 One step:
 
 1. If the decision is certified (gap within tolerance), confirm the levels up to ``lo`` of the
-   configurations in use with ``confirm_runs`` runs each (the oracle counts a capacity only up to
-   the first level failing in any repeat; the bounds assume monotonicity), then stop.
+   configurations in use: each needs a verdict of its own from at least ``confirm_runs`` runs
+   (the bounds infer those levels from monotonicity; a real grid is not always monotone, and the
+   oracle counts a capacity only up to the first failing level), then stop.
 2. Fit the joint capacity/tail model to every measurement and turn its P(feasible) per level
    into a capacity distribution per unresolved configuration (conditioned on the bounds).
 3. Lookahead: draw capacity vectors from those distributions; for each, find an irreducible
@@ -46,8 +47,9 @@ class SieveArgs(StrategyArgs):
     prior_mix: float = Field(default=0.1, ge=0, le=1, description="uniform share mixed into the model's capacity beliefs")
     use_model: bool = Field(default=True, description="False: uniform beliefs within the bounds")
     max_runs_per_cell: int = Field(default=DEFAULT_MAX_RUNS_PER_CELL, ge=1)
-    confirm_runs: int = Field(default=3, ge=0, description="once certified, runs wanted of every level up to lo of the "
-                              "configurations in use (0: stop at the certificate); a repeat handed back twice ends it")
+    confirm_runs: int = Field(default=1, ge=0, description="once certified, runs wanted of every level up to lo of the "
+                              "configurations in use, on top of a verdict of its own (0: stop at the certificate); "
+                              "use the grid's repeat count under the plain all-repeats rule")
 
 
 @dataclass(frozen=True)
@@ -149,11 +151,14 @@ def _stalled(k: Knowledge, open_cells: dict[Config, list[float]], freq: Counter[
 
 
 def _needs_confirming(state: ProfilingState, cell: Cell, want: int, max_runs: int) -> bool:
+    if want <= 0:
+        return False
     runs = state.knowledge.runs.get(cell, [])
     repeats = [m.repeat for m in runs]
-    if cell in state.pending or len(set(repeats)) < len(repeats) or len(runs) >= min(want, max_runs):
-        return False
-    return state.knowledge.verdict(cell) is not Verdict.INFEASIBLE
+    if cell in state.pending or len(set(repeats)) < len(repeats) or len(runs) >= max_runs:
+        return False  # a repeat handed back twice (replay) means no new repeat exists
+    verdict = state.knowledge.verdict(cell)
+    return verdict in (Verdict.UNMEASURED, Verdict.INDETERMINATE) or (verdict is Verdict.FEASIBLE and len(runs) < want)
 
 
 def _confirmations(state: ProfilingState, bounds: dict[Config, CapacityBounds], now: Decision, want: int,
