@@ -128,8 +128,9 @@ def max_min_fulfilment(table: dict[str, list[Option]], demands: Mapping[str, flo
     return candidates[lo]
 
 
-def _knapsack(table: dict[str, list[Option]], budget: int) -> dict[str, Option]:
-    """Stage 2 and 3: max total served over exact GPU counts, then the fewest GPUs."""
+def best_served(table: dict[str, list[Option]], budget: int) -> dict[str, Option]:
+    """Stages 2 and 3: one option per workload with the most total served req/s within ``budget``
+    GPUs, then the fewest GPUs (an exact knapsack over GPU counts)."""
     dp = np.full(budget + 1, -np.inf)
     dp[0] = 0.0
     choices: list[tuple[str, np.ndarray]] = []
@@ -159,7 +160,8 @@ def _backtrack(table: dict[str, list[Option]], choices: list[tuple[str, np.ndarr
     return chosen
 
 
-def _restrict(table: dict[str, list[Option]], demands: Mapping[str, float], f: float) -> dict[str, list[Option]]:
+def options_reaching(table: dict[str, list[Option]], demands: Mapping[str, float], f: float) -> dict[str, list[Option]]:
+    """Each workload's options restricted to those reaching fulfilment ``f`` (empty when none does)."""
     restricted = {}
     for w, options in table.items():
         idx = _cheapest_reaching(options, demands[w], f)
@@ -194,7 +196,7 @@ def solve(
     }
     f_star = max_min_fulfilment(table, demands, budget)
     floor = f_star if fulfilment_floor is None else min(fulfilment_floor, f_star)
-    chosen = _knapsack(_restrict(table, demands, floor), budget)
+    chosen = best_served(options_reaching(table, demands, floor), budget)
     assignments = {w: chosen[w].parts for w in demands}
     gpus = sum(o.gpus for o in chosen.values())
     objective = objective_of(demands, {w: o.served for w, o in chosen.items()}, gpus)

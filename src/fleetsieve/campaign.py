@@ -6,8 +6,11 @@ flight is passed to it as ``pending``, so it never proposes the same cell twice 
 durable store survives a crash: on resume, measurements already told are kept, and proposals
 that were in flight are handed out again first (same cell, repeat and seed).
 
-Stopping rule: ``ask`` returns ``[]`` once the decision gap is within the spec's tolerance
-(``certified``) or the strategy has nothing left to propose.
+Stopping rule: ``ask`` returns ``[]`` once the strategy has nothing left to propose. A strategy
+that ignores the certificate (``stops_on_its_own`` false: random, exhaustive) would never stop
+early, so for it the campaign also stops once the decision gap is within the spec's tolerance
+(``certified``). ``sieve`` stops on its own: after the certificate it confirms the levels its
+recommendation rests on, then returns ``[]``.
 """
 
 from __future__ import annotations
@@ -159,11 +162,11 @@ class Campaign:
         return CampaignStatus(len(self._told), spent, len(self.pending()), self.decision(), self.spec.mixed)
 
     def done(self) -> bool:
-        """True once the stopping rule holds and nothing is in flight."""
-        return not self.pending() and self._should_stop()
+        """True once the stopping rule holds and nothing is in flight (asks the strategy)."""
+        return not self.pending() and (self._should_stop() or not self._next_cells(1))
 
     def _should_stop(self) -> bool:
-        return self.stop_when_certified and self.decision().certified
+        return self.stop_when_certified and not self.strategy.stops_on_its_own and self.decision().certified
 
     # Ask / tell.
 

@@ -188,7 +188,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="end with one JSON object"),
     progress: Optional[bool] = typer.Option(None, "--progress/--no-progress", help="live display (default: on a terminal)"),
 ) -> None:
-    """Run a profiling campaign until the decision is certified (resumable with --resume)."""
+    """Run a profiling campaign until the decision is certified and confirmed (resumable with --resume)."""
     try:
         if storage is None:
             raise InputError("--storage", "missing (give e.g. sqlite:///campaign.db, or memory:// for a run that is not kept)")
@@ -226,7 +226,7 @@ def ask(
     n: int = typer.Option(1, "-n", help="how many proposals"),
     reissue: bool = typer.Option(False, "--reissue", help="hand out proposals left in flight (after a crash) first"),
 ) -> None:
-    """Print up to N proposals, one JSON object per line (nothing once the decision is certified)."""
+    """Print up to N proposals, one JSON object per line (nothing once the campaign is done)."""
     try:
         with _open_existing(storage) as store:
             proposals = Campaign.load(store, reissue_pending=reissue).ask(n)

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from fleetsieve import allocate
-from fleetsieve.allocate import Option, max_min_fulfilment, objective_of, workload_options
+from fleetsieve.allocate import Option, best_served, max_min_fulfilment, objective_of, options_reaching, workload_options
 from fleetsieve.knowledge import Config, Knowledge
 from fleetsieve.records import Allocation, CapacityBounds, Cell, Decision, Gap, Objective
 from fleetsieve.spec import FleetSpec
@@ -64,10 +63,10 @@ class DecisionCache:
 
     def _best(self, table: dict[str, list[Option]], floor: float) -> dict[str, Option]:
         # Stages 2 and 3 of allocate.solve, on a table restricted to fulfilment >= floor.
-        restricted = allocate._restrict(table, self.demands, floor)
+        restricted = options_reaching(table, self.demands, floor)
         key = tuple((id(table[w]), len(opts)) for w, opts in restricted.items())
         if key not in self._stage2:
-            self._stage2[key] = allocate._knapsack(restricted, self.spec.gpu_budget)
+            self._stage2[key] = best_served(restricted, self.spec.gpu_budget)
         return self._stage2[key]
 
     def _decide(self, bounds: Bounds) -> Decision:
