@@ -68,7 +68,7 @@ def test_aborted_falling_behind_and_failed_runs():
 
 def test_run_interval_brackets_the_reported_quantile():
     lo, hi = run_interval(summary_run(5000, 9000, 12000, n=2000), "p99_e2el_ms", 0.975)
-    assert lo == 9000 and 12000 < hi < 20000
+    assert 9000 < lo < 12000 < hi < 20000  # lo interpolates between p90 and p99 at the lowest plausible rank
     lo50, hi50 = run_interval(summary_run(5000, 9000, 12000, n=2000), "p50_e2el_ms", 0.975)
     assert lo50 == -np.inf and hi50 == 9000
 
@@ -99,13 +99,14 @@ def test_far_from_the_slo_the_rule_decides():
     assert sum(v is Verdict.FEASIBLE for v in verdicts) >= 45
 
 
-def test_throughput_is_judged_like_the_plain_rule():
-    keeps = Measurement(CELL, metrics={"p50_e2el_ms": 5000, "p90_e2el_ms": 9000, "p99_e2el_ms": 12000, "request_throughput": 0.86},
-                        num_requests=2000, completed=2000, duration_s=300.0)
-    short = dataclasses.replace(keeps, metrics={**keeps.metrics, "request_throughput": 0.84}, repeat=1)
-    assert RULE([keeps], SLO, 1.0, 0.15) is Verdict.FEASIBLE
-    assert RULE([short], SLO, 1.0, 0.15) is Verdict.INFEASIBLE
-    assert RULE([keeps, short], SLO, 1.0, 0.15) is Verdict.INFEASIBLE
+def test_a_shortfall_counts_as_falling_behind_only_beyond_count_noise():
+    # 10 req/s for 300 s with saturation_tol 0.15: 2,550 completions would just keep up (sd ~50).
+    def run(completed: int) -> Measurement:
+        metrics = {"p50_e2el_ms": 5000, "p90_e2el_ms": 9000, "p99_e2el_ms": 12000, "request_throughput": completed / 300.0}
+        return Measurement(Cell("chat", 1, 10.0), metrics=metrics, num_requests=3000, completed=completed, duration_s=300.0)
+    assert RULE([run(2535)], SLO, 10.0, 0.15) is Verdict.FEASIBLE  # 0.3 sd short: noise
+    assert RULE([run(2400)], SLO, 10.0, 0.15) is Verdict.INFEASIBLE  # 3 sd short: behind
+    assert RULE([run(2535), dataclasses.replace(run(2400), repeat=1)], SLO, 10.0, 0.15) is Verdict.INFEASIBLE
 
 
 def test_the_same_repeat_handed_back_twice_is_not_new_evidence():
@@ -136,3 +137,22 @@ def test_a_repeat_handed_back_twice_does_not_count_towards_settling():
 def test_settle_after_must_be_positive():
     with pytest.raises(InputError):
         noise_aware_rule(0.95, settle_after=0)
+
+
+def test_one_run_far_over_the_slo_is_infeasible_even_with_p90_under_it():
+    # p90 20 s, p99 60 s from 3000 requests: the true p99 cannot sit below ~50 s.
+    assert RULE([summary_run(10000, 20000, 60000, n=3000)], SLO, 1.0, 0.05) is Verdict.INFEASIBLE
+
+
+def test_a_throughput_shortfall_within_count_noise_is_not_falling_behind():
+    # 256 completions where 0.85 x 1 req/s x 305 s = 259 were needed: Poisson noise, not saturation.
+    assert RULE([summary_run(5000, 9000, 12000, n=256, throughput=0.84)], SLO, 1.0, 0.15) is not Verdict.INFEASIBLE
+    assert RULE([summary_run(5000, 9000, 12000, n=256, throughput=0.60)], SLO, 1.0, 0.15) is Verdict.INFEASIBLE
+
+
+def test_a_p99_needs_368_requests_before_one_run_can_bound_it_at_97_5_percent():
+    from fleetsieve.noise import single_run_can_show_under
+    assert not single_run_can_show_under(367, 0.99, 0.975) and single_run_can_show_under(368, 0.99, 0.975)
+    # RULE has one SLO metric, so its level is 0.95: 1 - 0.99**n >= 0.95 from n = 299.
+    assert RULE.runs_to_show_feasible(SLO, 298) == 3 and RULE.runs_to_show_feasible(SLO, 299) == 1
+    assert RULE.runs_to_show_feasible({"p50_e2el_ms": 1.0}, 10) == 1

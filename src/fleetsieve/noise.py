@@ -24,6 +24,9 @@ reported higher quantile (p90 for a p50 SLO) an upper bound when ``P(Binom(n, q)
 Nothing above p99 is reported, so the upper bound of a p99 is semi-parametric: the binomial
 bound gives the rank ``u`` the true p99 can reach, and the tail between the reported p90 and
 p99 is assumed no heavier than exponential, ``Q(u) <= p90 + (p99 - p90) * ln(0.1/(1-u)) / ln(10)``.
+The lower bound uses the same curve at the lowest rank the true p99 can sit at (between 0.9 and
+0.99): there it interpolates between two reported quantiles rather than extrapolating, so a
+single run well over the SLO can be called infeasible without waiting for repeats.
 Means are compared at face value (their sampling error is far below a tail quantile's).
 Requests of one run are not really independent (they queue behind each other, and the arrival
 sequence and warm-up differ between runs), so a single run's interval is further widened by a
@@ -31,9 +34,12 @@ run-to-run log-normal spread ``run_sd`` (default 0.1, i.e. about 10% on a tail l
 ``[lo * exp(-z * run_sd), hi * exp(z * run_sd)]`` with z the one-sided normal quantile.
 
 Throughput: a run falls behind when its ``request_throughput`` is under
-``(1 - saturation_tol) * load``, exactly as in the plain rule. ``saturation_tol`` is the spec's
-allowance for Poisson count noise (the shipped grid sets 0.15 for that reason), so no further
-slack is added: the noise-aware rule is never more lenient than the oracle's rule on throughput.
+``(1 - saturation_tol) * load`` by more than count noise allows. Its completions over its window
+(``completed / request_throughput`` seconds) are compared with a Poisson count whose mean is the
+threshold rate times that window; the run falls behind when so few completions have probability
+under ``1 - level`` at the threshold. Keeping up is the null hypothesis: a shortfall within count
+noise (a 300 s run at 1 req/s counts about 300 +- 17 requests) is not evidence of saturation, while
+real saturation (far behind) is. The plain rule, by contrast, takes every shortfall at face value.
 
 Source 2, repeats (``MIN_REPEATS_FOR_SPREAD`` = 3 or more OK runs with distinct ``repeat``
 numbers; a run handed back twice counts once): a one-sided Student-t interval on the mean of
@@ -51,7 +57,7 @@ import re
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.special import bdtr, bdtrc, ndtri, stdtrit
+from scipy.special import bdtr, bdtrc, ndtri, pdtr, stdtrit
 
 from fleetsieve.errors import InputError
 from fleetsieve.knowledge import VerdictRule
@@ -106,13 +112,26 @@ def _binom_ppf(level: float, n: int, q: float) -> int:
 
 
 def _lower_bound(reported: list[tuple[float, float]], q: float, n: int, level: float) -> float:
-    """Largest reported value that the true q-quantile exceeds with probability >= level."""
+    """Largest value that the true q-quantile exceeds with probability >= level."""
     best = -math.inf
     for p, value in reported:
         j = math.ceil((n - 1) * p) + 1  # the reported value is at most X_(j)
         if p <= q and _binom_sf(j - 1, n, q) >= level:
             best = max(best, value)
-    return best
+    return max(best, _tail_lower_bound(reported, q, n, level))
+
+
+def _tail_lower_bound(reported: list[tuple[float, float]], q: float, n: int, level: float) -> float:
+    """The (p90, p99) curve at the lowest rank the true quantile can sit at (interpolation only)."""
+    values = dict(reported)
+    if q <= 0.9 or 0.9 not in values or 0.99 not in values:
+        return -math.inf
+    rank = n - _binom_ppf(level, n, 1.0 - q)  # P(Binom(n, q) >= rank) >= level
+    u = rank / (n + 1)
+    if rank < 1 or u <= 0.9:
+        return -math.inf
+    spread = max(values[0.99] - values[0.9], 0.0)
+    return values[0.9] + spread * math.log(0.1 / (1 - min(u, 0.99))) / math.log(10)
 
 
 def _upper_bound(reported: list[tuple[float, float]], q: float, n: int, level: float) -> float:
@@ -177,9 +196,21 @@ def _metric_claim(runs: Sequence[Measurement], key: str, bound: float, level: fl
     return "over" if over else "under"
 
 
-def falls_behind(run: Measurement, load_rps: float, saturation_tol: float) -> bool:
-    """Throughput under ``(1 - saturation_tol) * load`` (see the module docstring)."""
-    return run.metric("request_throughput") < (1.0 - saturation_tol) * load_rps
+def falls_behind(run: Measurement, load_rps: float, saturation_tol: float, level: float) -> bool:
+    """Throughput short of ``(1 - saturation_tol) * load`` beyond count noise (see the module docstring)."""
+    throughput, threshold = run.metric("request_throughput"), (1.0 - saturation_tol) * load_rps
+    if not throughput < threshold:
+        return False
+    if throughput <= 0 or run.completed <= 0:
+        return True
+    window_s = run.completed / throughput
+    return _poisson_cdf(run.completed, threshold * window_s) < 1.0 - level
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _poisson_cdf(k: int, mean: float) -> float:
+    """P(Poisson(mean) <= k)."""
+    return float(pdtr(k, mean))
 
 
 def _distinct_repeats(runs: Sequence[Measurement]) -> list[Measurement]:
@@ -190,14 +221,6 @@ def _distinct_repeats(runs: Sequence[Measurement]) -> list[Measurement]:
     return list(seen.values())
 
 
-def _noise_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
-                   saturation_tol: float, confidence: float, run_sd: float, settle_after: int | None = None) -> Verdict:
-    verdict = _confident_verdict(runs, slo, load_rps, saturation_tol, confidence, run_sd)
-    if verdict is Verdict.INDETERMINATE and settle_after is not None and len(_distinct_repeats(runs)) >= settle_after:
-        return Verdict.INFEASIBLE
-    return verdict
-
-
 def _confident_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
                        saturation_tol: float, confidence: float, run_sd: float) -> Verdict:
     usable = _distinct_repeats([m for m in runs if m.status is not Status.FAILED])
@@ -206,7 +229,7 @@ def _confident_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], lo
     if any(m.status is Status.ABORTED_INFEASIBLE for m in usable):
         return Verdict.INFEASIBLE
     level = 1.0 - (1.0 - confidence) / max(len(slo), 1)
-    if any(falls_behind(m, load_rps, saturation_tol) for m in usable):
+    if any(falls_behind(m, load_rps, saturation_tol, level) for m in usable):
         return Verdict.INFEASIBLE
     claims = [_metric_claim(usable, key, bound, level, run_sd) for key, bound in slo.items()]
     if "over" in claims:
@@ -216,7 +239,41 @@ def _confident_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], lo
     return Verdict.INDETERMINATE
 
 
-def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1, settle_after: int | None = 3) -> VerdictRule:
+def single_run_can_show_under(n: int, q: float, level: float) -> bool:
+    """Whether one run of ``n`` requests can ever bound its true q-quantile from above at ``level``.
+
+    Below that count even the slowest request is not an upper bound with enough confidence
+    (for a p99 at 97.5 %: ``1 - 0.99**n >= 0.975``, i.e. n >= 367), so feasibility needs the
+    spread of ``MIN_REPEATS_FOR_SPREAD`` repeats.
+    """
+    return n >= 1 and _binom_ppf(level, n, q) + 1 <= n
+
+
+class NoiseAwareRule:
+    """The noise-aware ``VerdictRule`` (see the module docstring); build it with ``noise_aware_rule``.
+
+    A plain class with plain attributes, so it pickles into the evaluation's process pool.
+    """
+
+    def __init__(self, confidence: float, run_sd: float, settle_after: int | None) -> None:
+        self.confidence, self.run_sd, self.settle_after = confidence, run_sd, settle_after
+
+    def __call__(self, runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
+                 saturation_tol: float) -> Verdict:
+        verdict = _confident_verdict(runs, slo, load_rps, saturation_tol, self.confidence, self.run_sd)
+        settled = self.settle_after is not None and len(_distinct_repeats(runs)) >= self.settle_after
+        return Verdict.INFEASIBLE if verdict is Verdict.INDETERMINATE and settled else verdict
+
+    def runs_to_show_feasible(self, slo: Mapping[str, float], expected_requests: float) -> int:
+        """Runs a cell of about ``expected_requests`` requests per run needs before it can be FEASIBLE."""
+        level = 1.0 - (1.0 - self.confidence) / max(len(slo), 1)
+        quantiles = [parsed[0] for key in slo if (parsed := _quantile_of(key)) is not None and parsed[0] > 0.9]
+        if all(single_run_can_show_under(int(expected_requests), q, level) for q in quantiles):
+            return 1
+        return max(MIN_REPEATS_FOR_SPREAD, 1)
+
+
+def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1, settle_after: int | None = 3) -> NoiseAwareRule:
     """The noise-aware ``VerdictRule`` at ``confidence`` (see the module docstring)."""
     if not 0.5 <= confidence < 1.0:
         raise InputError("confidence", f"must be in [0.5, 1), got {confidence}")
@@ -224,6 +281,4 @@ def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1, settle_after
         raise InputError("run_sd", f"must be in [0, 2), got {run_sd}")
     if settle_after is not None and settle_after < 1:
         raise InputError("settle_after", f"must be at least 1 run, got {settle_after}")
-
-    # A partial of a module-level function pickles, so the rule can cross process pools.
-    return functools.partial(_noise_verdict, confidence=confidence, run_sd=run_sd, settle_after=settle_after)
+    return NoiseAwareRule(confidence, run_sd, settle_after)

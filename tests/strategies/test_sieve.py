@@ -140,3 +140,16 @@ def test_pending_cells_are_left_alone():
     first = make_strategy("sieve").propose(state, 1)
     again = make_strategy("sieve").propose(ProfilingState(state.knowledge, frozenset(first), 0), 1)
     assert again and again[0] not in first
+
+
+def test_a_cell_of_few_requests_costs_its_repeats_under_the_noise_aware_rule():
+    from fleetsieve.noise import noise_aware_rule
+    from fleetsieve.strategies.sieve import runs_to_show_feasible
+
+    spec, _, space = small_world(0)
+    few = min(space.cells(), key=lambda c: c.load_rps * space.cost(c) / c.tp)  # fewest requests per run
+    assert runs_to_show_feasible(Knowledge(spec, space, []), few, 1.0) == 1  # plain rule: one run decides
+    noisy = Knowledge(spec, space, [], noise_aware_rule(settle_after=3))
+    assert runs_to_show_feasible(noisy, few, 1.0) == 3
+    many = Cell(few.workload, few.tp, few.load_rps * 10_000)
+    assert runs_to_show_feasible(noisy, many, 1.0) == 1

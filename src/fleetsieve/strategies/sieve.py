@@ -11,7 +11,9 @@ One step:
 3. Lookahead: draw capacity vectors from those distributions; for each, find an irreducible
    certificate plan (``_plans``). A cell's plan frequency is the share of draws needing it.
 4. Myopic term: for each candidate, the expected drop of the tolerance-normalised gap over its
-   two outcomes, weighted by the model's P(feasible).
+   two outcomes, weighted by the model's P(feasible). A cell's cost is its GPU-seconds times the
+   runs it is expected to take: a noise-aware rule cannot show a cell of few requests feasible
+   from one run (``NoiseAwareRule.runs_to_show_feasible``), so such a cell costs its repeats.
 5. Only decision-relevant cells (an outcome moves the conservative objective or the optimistic
    bound) may be proposed. Score = (plan frequency + weight * expected gap drop) / GPU-seconds.
    Should no single cell be relevant while the gap is open (only a pair could move it; not
@@ -109,6 +111,7 @@ class Sieve(Strategy):
                open_cells: dict[Config, list[float]], beliefs: dict[Config, CapacityDistribution],
                freq: Counter[Cell], only_planned: bool) -> list[_Scored]:
         g0 = max(potential(k.spec, now), 1e-12)
+        yield_ratio = completed_share(k)
         scored = []
         for cfg, levels in open_cells.items():
             for load in levels:
@@ -123,8 +126,27 @@ class Sieve(Strategy):
                 drop = p * gain_if_feasible + (1 - p) * max(g0 - potential(k.spec, after.infeasible), 0.0)
                 share = freq[cell] / max(self.args.samples, 1)
                 value = share + (self.args.myopic_weight * drop + self.args.conservative_weight * p * gain_if_feasible) / g0
-                scored.append(_Scored(cell, value / k.space.cost(cell)))
+                expected_runs = runs_to_show_feasible(k, cell, yield_ratio)  # a few-request cell tends to settle only after its repeats, either way
+                scored.append(_Scored(cell, value / (k.space.cost(cell) * expected_runs)))
         return scored
+
+
+def completed_share(k: Knowledge) -> float:
+    """Median share of offered requests a run reports as completed (warm-up excluded); 1 without data."""
+    shares = [m.completed / (m.cell.load_rps * m.duration_s) for ms in k.runs.values() for m in ms
+              if m.completed and m.duration_s > 0 and m.cell.load_rps > 0]
+    return float(np.median(shares)) if shares else 1.0
+
+
+def runs_to_show_feasible(k: Knowledge, cell: Cell, yield_ratio: float) -> int:
+    """Runs still needed before ``cell`` can be shown feasible: a noise-aware rule may need repeats
+    for a cell with few requests, which makes such a cell dearer than its one-run cost."""
+    needed = getattr(k.verdict_rule, "runs_to_show_feasible", None)
+    if needed is None:
+        return 1
+    expected_requests = cell.load_rps * (k.space.cost(cell) / cell.tp) * yield_ratio
+    total = needed(k.spec.workloads[cell.workload].slo, expected_requests)
+    return max(total - len(k.runs.get(cell, ())), 1)
 
 
 def _model_p_feasible(k: Knowledge, configs: list[Config]) -> dict[Config, np.ndarray]:
@@ -163,14 +185,20 @@ def _needs_confirming(state: ProfilingState, cell: Cell, want: int, max_runs: in
 
 def _confirmations(state: ProfilingState, bounds: dict[Config, CapacityBounds], now: Decision, want: int,
                    max_runs: int) -> list[Cell]:
-    """Cells up to ``lo`` of the configurations in use that lack runs, nearest ``lo`` first.
+    """Cells up to ``lo`` of the configurations in use that lack a verdict of their own.
 
-    The bounds assume feasibility is monotone in load and take one run as the cell's verdict; the
-    oracle counts a capacity only up to the first level that fails in any repeat. Confirming the
-    levels the recommendation rests on makes the two agree; a failure reopens the gap.
+    The bounds assume feasibility is monotone in load and infer the levels below a feasible one;
+    the oracle counts a capacity only up to the first level that really fails. Confirming the
+    levels the recommendation rests on makes the two agree; a failure reopens the gap. Levels
+    nearest ``lo`` are likeliest to fail, so they go first across all configurations (cheapest
+    first among equals), which finds a failure, and the decision it changes, soonest.
     """
     used = sorted({(w, a.tp) for w, parts in now.conservative.assignments.items() for a in parts if a.replicas > 0})
-    cells = [Cell(*cfg, L) for cfg in used for L in reversed(state.knowledge.space.levels[cfg]) if L <= bounds[cfg].lo]
+    ranked = []
+    for cfg in used:
+        below = [L for L in reversed(state.knowledge.space.levels[cfg]) if L <= bounds[cfg].lo]
+        ranked += [(depth, state.knowledge.space.cost(Cell(*cfg, L)), Cell(*cfg, L)) for depth, L in enumerate(below)]
+    cells = [c for _, _, c in sorted(ranked, key=lambda r: (r[0], r[1]))]
     return [c for c in cells if _needs_confirming(state, c, want, max_runs)]
 
 
