@@ -334,3 +334,24 @@ def test_a_cell_that_keeps_failing_is_given_up_so_the_campaign_ends():
     status = campaign.run(Broken(BACKEND))
     assert not status.decision.certified
     assert status.measurements == 2 * len(campaign.space.cells()) == 2 * len(campaign.given_up())
+
+
+def test_cli_create_starts_a_campaign_that_ask_and_tell_finish_like_run(tmp_path):
+    url = f"sqlite:///{tmp_path / 'created.db'}"
+    created = runner.invoke(app, ["create", str(SPEC), "--backend", "replay", "--grid", str(GRID), "--storage", url])
+    assert created.exit_code == 0, created.output
+    assert json.loads(created.stdout)["measurements"] == 0
+    backend = ReplayBackend(BACKEND)
+    while (asked := runner.invoke(app, ["ask", "--storage", url])).stdout.strip():
+        proposal = json.loads(asked.stdout)
+        m = backend.measure(Cell.from_dict(proposal), seed=proposal["seed"], repeat=proposal["repeat"])
+        row = {k: v for k, v in measurement_to_row(m).items() if k != "source"}
+        assert runner.invoke(app, ["tell", "--storage", url, proposal["id"], json.dumps(row)]).exit_code == 0
+    ran = runner.invoke(app, ["run", str(SPEC), "--backend", "replay", "--grid", str(GRID), "--json", "--no-progress",
+                              "--storage", f"sqlite:///{tmp_path / 'ran.db'}"])
+    final = runner.invoke(app, ["tell", "--storage", url, "--field", "x=1", "nope"])
+    assert final.exit_code != 0
+    with SQLiteStore(url) as store:
+        assert Campaign.load(store).status().to_json() == json.loads(ran.stdout.strip().splitlines()[-1])
+    again = runner.invoke(app, ["create", str(SPEC), "--backend", "replay", "--grid", str(GRID), "--storage", url])
+    assert again.exit_code != 0 and "already holds a campaign" in again.output

@@ -8,7 +8,6 @@ import pytest
 from typer.testing import CliRunner
 
 from fleetsieve.cli import app
-from fleetsieve.grid import load_grid, write_grid
 
 runner = CliRunner()
 

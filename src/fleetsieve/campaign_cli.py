@@ -1,8 +1,8 @@
-"""The campaign commands: ``run``, ``ask``, ``tell`` and ``report`` (registered by ``register(app)``).
+"""The campaign commands: ``run``, ``create``, ``ask``, ``tell`` and ``report`` (see ``register(app)``).
 
 ``ask`` / ``tell`` let shell scripts drive a campaign stored in SQLite (Optuna's idiom)::
 
-    fleetsieve run fleet.toml --backend replay --grid grid.csv --storage sqlite:///c.db --strategy sieve
+    fleetsieve create fleet.toml --storage sqlite:///c.db --strategy sieve   # cells from the spec's load_rps
     P=$(fleetsieve ask --storage sqlite:///c.db)           # one JSON proposal, empty when done
     fleetsieve tell --storage sqlite:///c.db p00007 '{"p99_e2el_ms": 812.0, "request_throughput": 2.0, ...}'
 """
@@ -221,6 +221,30 @@ def _run_with_progress(campaign: Campaign, backend: Backend, executor: Any, para
         campaign.run(backend, executor, parallel, progress=live)
 
 
+def create(
+    spec_path: Path = typer.Argument(..., metavar="SPEC", help="fleet spec (TOML)"),
+    backend: str = typer.Option("openai", "--backend", help="replay | sim | openai: defines the cells (openai: the spec's load_rps)"),
+    grid: Optional[Path] = typer.Option(None, "--grid", help="grid whose cells to use (replay backend)"),
+    model: Optional[str] = typer.Option(None, "--model", help="model name (sim backend)"),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU name (sim backend)"),
+    backend_arg: list[str] = typer.Option([], "--backend-arg", help="KEY=VALUE passed to the backend (repeatable)"),
+    duration_s: float = typer.Option(300.0, "--duration-s", help="run length per cell, s (cost model)"),
+    seed: int = typer.Option(0, "--seed"),
+    strategy: str = typer.Option("sieve", "--strategy"),
+    strategy_arg: list[str] = typer.Option([], "--strategy-arg", help="KEY=VALUE for the strategy (repeatable)"),
+    storage: str = typer.Option(..., "--storage", help="sqlite:///campaign.db to create"),
+) -> None:
+    """Start a campaign without measuring, for `ask` / `tell` from shell scripts; prints its status as JSON."""
+    try:
+        chosen = _strategy(strategy, strategy_arg)
+        setup = build_setup(spec_path, _backend(backend, grid, model, gpu, backend_arg), chosen, strategy, seed, duration_s)
+        with open_store(storage) as store:
+            campaign = Campaign.open(store, setup, chosen)
+            print(json.dumps(campaign.status().to_json()))
+    except InputError as err:
+        raise _fail(err) from None
+
+
 def ask(
     storage: str = typer.Option(..., "--storage", help="sqlite:///campaign.db holding the campaign"),
     n: int = typer.Option(1, "-n", help="how many proposals"),
@@ -272,6 +296,6 @@ def report(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``ask``, ``tell`` and ``report`` to the ``fleetsieve`` app."""
-    for command in (run, ask, tell, report):
+    """Add ``run``, ``create``, ``ask``, ``tell`` and ``report`` to the ``fleetsieve`` app."""
+    for command in (run, create, ask, tell, report):
         app.command(name=command.__name__)(command)

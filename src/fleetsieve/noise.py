@@ -60,7 +60,6 @@ import numpy as np
 from scipy.special import bdtr, bdtrc, ndtri, pdtr, stdtrit
 
 from fleetsieve.errors import InputError
-from fleetsieve.knowledge import VerdictRule
 from fleetsieve.records import Measurement, Status, Verdict
 
 _PERCENTILE = re.compile(r"^(p(\d+)|median)_(\w+)_ms$")

@@ -6,12 +6,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from fleetsieve.errors import InputError
 from fleetsieve.evaluate.bootstrap import Saving, saving_vs_random
 from fleetsieve.evaluate.experiment import Experiment, StrategyFactory, run_experiment
 from fleetsieve.evaluate.hindsight import HindsightCertificate, hindsight_certificate
 from fleetsieve.evaluate.loss import SPARSE_FRACTIONS, CapacityOnlyDecision, Loss, capacity_only_decision, sparse_random_loss
-from fleetsieve.evaluate.truth import Truth, build_truth
+from fleetsieve.evaluate.truth import build_truth
 from fleetsieve.grid import Grid
 from fleetsieve.knowledge import VerdictRule, all_repeats_rule
 from fleetsieve.spec import FleetSpec

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from statistics import fmean
-from typing import Mapping, Sequence
+from typing import Mapping
 
 from fleetsieve.allocate import solve
 from fleetsieve.evaluate.experiment import order_seed
@@ -22,7 +22,8 @@ from fleetsieve.evaluate.replay import Revealer
 from fleetsieve.evaluate.slo import OperatingPoint, operating_points
 from fleetsieve.evaluate.truth import Config, Truth
 from fleetsieve.knowledge import Knowledge, VerdictRule, all_repeats_rule
-from fleetsieve.records import Allocation, Cell, Measurement, Objective, Status
+from fleetsieve.records import Allocation, Measurement, Objective
+from fleetsieve.strategies.bisection import capacity_only_capacities
 
 SPARSE_FRACTIONS = (0.1, 0.2, 0.3)
 
@@ -81,37 +82,15 @@ def sparse_random_loss(truth: Truth, fraction: float, orders: int, seed: int, ru
     return Loss(f"random @ {fraction:.0%} of exhaustive", fmean(served), fmean(pp), max(served), max(pp), violations / orders)
 
 
-def _keeps_up(runs: Sequence[Measurement], load_rps: float, saturation_tol: float) -> bool:
-    usable = [m for m in runs if m.status is not Status.FAILED]
-    return bool(usable) and all(
-        m.status is Status.OK and m.metric("request_throughput") >= (1.0 - saturation_tol) * load_rps for m in usable)
-
-
 def saturation_capacities(truth: Truth) -> dict[Config, float]:
-    """Per configuration, the largest level that keeps up, with every lower level keeping up too."""
-    out = {}
-    for (w, tp), levels in truth.space.levels.items():
-        kappa = 0.0
-        for L in levels:
-            if not _keeps_up(truth.grid.runs(Cell(w, tp, L)), L, truth.spec.saturation_tol):
-                break
-            kappa = L
-        out[(w, tp)] = kappa
-    return out
-
-
-def capacity_only_capacities(truth: Truth) -> dict[Config, float]:
-    """The strategies package's capacity-only reading of the full grid when it offers one, else ours."""
-    try:
-        from fleetsieve.strategies.capacity_only import capacity_only_capacities as theirs
-    except ImportError:
-        return saturation_capacities(truth)
-    return dict(theirs(truth.spec, truth.space, truth.grid.measurements))
+    """Per configuration, the largest level that keeps up, with every lower level keeping up too
+    (the ``capacity-only`` strategy's reading of the full grid)."""
+    return capacity_only_capacities(truth.spec, truth.space, truth.grid.measurements)
 
 
 def capacity_only_decision(truth: Truth) -> CapacityOnlyDecision:
     """What capacity-only sizing chooses on the full grid, its true objective and true tails."""
-    kappa = capacity_only_capacities(truth)
+    kappa = saturation_capacities(truth)
     allocation = solve(truth.demands, kappa, truth.spec.gpu_budget, mixed=truth.spec.mixed)
     objective = truth.true_objective(allocation.assignments)
     points = tuple(operating_points(truth, allocation, kappa))
