@@ -18,6 +18,7 @@ from rich.table import Table
 
 from fleetsieve.errors import InputError
 from fleetsieve.grid import load_grid
+from fleetsieve.knowledge import all_repeats_rule
 from fleetsieve.plan import oracle_allocation, oracle_capacities
 from fleetsieve.records import Allocation
 from fleetsieve.spec import FleetSpec, load_spec
@@ -66,11 +67,18 @@ def plan(
     spec_path: Path = typer.Argument(..., metavar="SPEC", help="fleet spec (TOML)"),
     grid_path: Path = typer.Option(..., "--grid", help="measurement grid (CSV, format v1)"),
     as_json: bool = typer.Option(False, "--json", help="print the decision as JSON"),
+    noise_aware: bool = typer.Option(False, "--noise-aware", help="judge cells by the noise-aware rule (confidence "
+                                     "statements over the repeats) instead of 'every repeat meets the SLO'"),
 ) -> None:
     """Print the full-grid (oracle) fleet decision."""
     try:
         spec, grid = load_spec(spec_path), load_grid(grid_path)
-        alloc, kappa = oracle_allocation(spec, grid), oracle_capacities(spec, grid)
+        rule = all_repeats_rule
+        if noise_aware:
+            from fleetsieve.noise import noise_aware_rule  # scipy.special: only when asked for
+
+            rule = noise_aware_rule(settle_after=max(grid.max_runs_per_cell, 1))
+        alloc, kappa = oracle_allocation(spec, grid, rule), oracle_capacities(spec, grid, rule)
     except InputError as err:
         raise fail(err) from None
     if as_json:

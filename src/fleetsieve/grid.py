@@ -47,6 +47,11 @@ class Grid:
     def cells(self) -> list[Cell]:
         return sorted(self._by_cell)
 
+    @property
+    def max_runs_per_cell(self) -> int:
+        """The most runs (repeats) any one cell has; 0 for an empty grid."""
+        return max((len(runs) for runs in self._by_cell.values()), default=0)
+
     def runs(self, cell: Cell) -> tuple[Measurement, ...]:
         """Every repeat measured for ``cell`` (empty when it was never measured)."""
         return self._by_cell.get(cell, ())

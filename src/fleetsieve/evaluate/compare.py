@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -62,12 +61,6 @@ def verdict_rule(noise_aware: bool | None, has_repeats: bool, settle_after: int 
     return "noise-aware", noise_aware_rule(settle_after=settle_after)
 
 
-def grid_repeats(grid: Grid) -> int:
-    """The most runs any cell of ``grid`` has."""
-    counts = Counter(m.cell for m in grid.measurements)
-    return max(counts.values(), default=0)
-
-
 def savings_table(experiment: Experiment, seed: int) -> dict[str, dict[str, Saving]]:
     """Savings vs random for every strategy and both cost kinds (empty without random)."""
     if BASELINE not in experiment.outcomes:
@@ -91,7 +84,7 @@ def run_compare(spec: FleetSpec, grid: Grid, factories: Mapping[str, StrategyFac
     """The full comparison: main experiment, per-workload experiments, physical limit and losses."""
     tick = tick or (lambda: None)
     # A cell still indeterminate once every repeat the grid holds is shown settles as infeasible.
-    repeats = grid_repeats(grid)
+    repeats = grid.max_runs_per_cell
     rule_name, rule = verdict_rule(options.noise_aware, repeats > 1, settle_after=max(repeats, 1))
     truth = build_truth(spec, grid, rule)
     experiment = run_experiment(truth, factories, options.orders, options.seed, rule, options.workers, tick)
