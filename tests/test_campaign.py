@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import signal
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 from campaign_support import GRID, SPEC, TinyBisection, replay_setup
 from fleetsieve.backends.replay import ReplayBackend
+from fleetsieve import campaign as campaign_module
 from fleetsieve.campaign import Campaign, describe_differences
 from fleetsieve.cli import app
 from fleetsieve.errors import InputError
@@ -355,3 +357,21 @@ def test_cli_create_starts_a_campaign_that_ask_and_tell_finish_like_run(tmp_path
         assert Campaign.load(store).status().to_json() == json.loads(ran.stdout.strip().splitlines()[-1])
     again = runner.invoke(app, ["create", str(SPEC), "--backend", "replay", "--grid", str(GRID), "--storage", url])
     assert again.exit_code != 0 and "already holds a campaign" in again.output
+
+
+def test_setup_keeps_its_verdict_rule_and_old_setups_read_as_plain():
+    from fleetsieve.store import CampaignSetup
+    setup = dataclasses.replace(replay_setup(), verdicts="noise-aware")
+    assert CampaignSetup.from_dict(setup.to_dict()).verdicts == "noise-aware"
+    old = {k: v for k, v in setup.to_dict().items() if k != "verdicts"}
+    assert CampaignSetup.from_dict(old).verdicts == "plain"
+
+
+def test_cli_noise_aware_campaign_judges_with_confidence_and_refuses_a_plain_resume(tmp_path):
+    result = _run(tmp_path, "--json", "--noise-aware", "--no-progress")
+    assert result.exit_code == 0, result.output
+    with SQLiteStore(f"sqlite:///{tmp_path / 'c.db'}") as store:
+        campaign = Campaign.load(store)
+        assert campaign.setup.verdicts == "noise-aware"
+        assert campaign.knowledge().verdict_rule is not campaign_module.all_repeats_rule
+    _one_line_error(_run(tmp_path, "--resume", "--no-progress"), "verdicts")

@@ -22,11 +22,12 @@ from typing import Any, Mapping, Protocol, Sequence
 from fleetsieve.backends.base import Backend
 from fleetsieve.errors import InputError
 from fleetsieve.executors import Executor, LocalExecutor
-from fleetsieve.knowledge import CellSpace, Knowledge
+from fleetsieve.knowledge import CellSpace, Knowledge, VerdictRule, all_repeats_rule
 from fleetsieve.records import Cell, Decision, Measurement, Status
 from fleetsieve.spec import FleetSpec
 from fleetsieve.store.base import CampaignSetup, Proposal, Store, space_from_dict
 from fleetsieve.strategies import ProfilingState, Strategy, make_strategy
+from fleetsieve.strategies._common import DEFAULT_MAX_RUNS_PER_CELL
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,21 @@ def _with_full_args(setup: CampaignSetup, strategy: Strategy) -> CampaignSetup:
     return dataclasses.replace(setup, strategy_args=full)
 
 
+#: The setup's ``verdicts`` names one of these.
+VERDICTS = ("plain", "noise-aware")
+
+
+def verdict_rule_for(setup: CampaignSetup) -> VerdictRule:
+    """The verdict rule a campaign's setup names (noise-aware: settles a cell after 3 runs)."""
+    if setup.verdicts == "plain":
+        return all_repeats_rule
+    if setup.verdicts == "noise-aware":
+        from fleetsieve.noise import noise_aware_rule  # scipy.special: only when used
+
+        return noise_aware_rule(settle_after=DEFAULT_MAX_RUNS_PER_CELL)
+    raise InputError("verdicts", f"unknown verdict rule {setup.verdicts!r} (choose from {', '.join(VERDICTS)})")
+
+
 class Campaign:
     """Ask/tell over a store. Build with ``Campaign.open`` (start or resume) or the constructor."""
 
@@ -150,7 +166,7 @@ class Campaign:
         return list(self._told.values())
 
     def knowledge(self) -> Knowledge:
-        return Knowledge(self.spec, self.space, self.measurements())
+        return Knowledge(self.spec, self.space, self.measurements(), verdict_rule_for(self.setup))
 
     def decision(self) -> Decision:
         if self._decision is None or self._decision[0] != len(self._told):

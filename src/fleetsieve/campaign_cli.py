@@ -65,13 +65,14 @@ def space_for(spec: FleetSpec, backend: Backend, duration_s: float) -> CellSpace
 
 
 def build_setup(spec_path: Path, backend: Backend, strategy: Strategy, strategy_name: str, seed: int,
-                duration_s: float) -> CampaignSetup:
+                duration_s: float, noise_aware: bool = False) -> CampaignSetup:
     """The campaign's setup from the command line (plugins kept as a name and normalised args)."""
     spec = load_spec(spec_path)
     backend.validate(spec)
     space = space_for(spec, backend, duration_s)
     return CampaignSetup(spec_to_dict(spec), space_to_dict(space), strategy_name, strategy.args.model_dump(mode="json"),
-                         backend.name, backend.args.model_dump(mode="json"), seed)
+                         backend.name, backend.args.model_dump(mode="json"), seed,
+                         "noise-aware" if noise_aware else "plain")
 
 
 def _load_json(text: str) -> dict[str, Any]:
@@ -180,6 +181,8 @@ def run(
     seed: int = typer.Option(0, "--seed"),
     strategy: str = typer.Option("sieve", "--strategy"),
     strategy_arg: list[str] = typer.Option([], "--strategy-arg", help="KEY=VALUE for the strategy (repeatable)"),
+    noise_aware: bool = typer.Option(False, "--noise-aware", help="a cell is (in)feasible only with 95% confidence; "
+                                     "indeterminate cells get repeats (see docs/evaluation.md)"),
     storage: Optional[str] = typer.Option(None, "--storage", help="sqlite:///campaign.db (or memory://)"),
     resume: bool = typer.Option(False, "--resume", help="continue the campaign stored in --storage"),
     parallel: int = typer.Option(1, "--parallel", help="measurements kept in flight"),
@@ -195,7 +198,7 @@ def run(
         chosen = _strategy(strategy, strategy_arg)
         measurer = _backend(backend, grid, model, gpu, backend_arg)
         runner = make_executor(executor, parse_pairs(executor_arg, "--executor-arg"))
-        setup = build_setup(spec_path, measurer, chosen, strategy, seed, duration_s)
+        setup = build_setup(spec_path, measurer, chosen, strategy, seed, duration_s, noise_aware)
         store = open_store(storage)
     except InputError as err:
         raise _fail(err) from None
@@ -232,12 +235,15 @@ def create(
     seed: int = typer.Option(0, "--seed"),
     strategy: str = typer.Option("sieve", "--strategy"),
     strategy_arg: list[str] = typer.Option([], "--strategy-arg", help="KEY=VALUE for the strategy (repeatable)"),
+    noise_aware: bool = typer.Option(False, "--noise-aware", help="a cell is (in)feasible only with 95% confidence; "
+                                     "indeterminate cells get repeats (see docs/evaluation.md)"),
     storage: str = typer.Option(..., "--storage", help="sqlite:///campaign.db to create"),
 ) -> None:
     """Start a campaign without measuring, for `ask` / `tell` from shell scripts; prints its status as JSON."""
     try:
         chosen = _strategy(strategy, strategy_arg)
-        setup = build_setup(spec_path, _backend(backend, grid, model, gpu, backend_arg), chosen, strategy, seed, duration_s)
+        setup = build_setup(spec_path, _backend(backend, grid, model, gpu, backend_arg), chosen, strategy, seed,
+                            duration_s, noise_aware)
         with open_store(storage) as store:
             campaign = Campaign.open(store, setup, chosen)
             print(json.dumps(campaign.status().to_json()))

@@ -71,6 +71,8 @@ class CampaignSetup:
     backend: str = ""
     backend_args: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
+    #: How runs become verdicts: "plain" (every repeat meets the SLO) or "noise-aware".
+    verdicts: str = "plain"
 
     def __post_init__(self) -> None:
         for name in ("spec", "space", "strategy_args", "backend_args"):
@@ -79,12 +81,13 @@ class CampaignSetup:
     def to_dict(self) -> dict[str, Any]:
         return {"spec": _plain(self.spec), "space": _plain(self.space), "strategy": self.strategy,
                 "strategy_args": _plain(self.strategy_args), "backend": self.backend,
-                "backend_args": _plain(self.backend_args), "seed": self.seed}
+                "backend_args": _plain(self.backend_args), "seed": self.seed, "verdicts": self.verdicts}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CampaignSetup":
         return cls(data["spec"], data["space"], data["strategy"], data.get("strategy_args", {}),
-                   data.get("backend", ""), data.get("backend_args", {}), int(data.get("seed", 0)))
+                   data.get("backend", ""), data.get("backend_args", {}), int(data.get("seed", 0)),
+                   str(data.get("verdicts", "plain")))  # setups stored before verdicts existed are plain
 
 
 def _plain(value: Any) -> Any:
