@@ -46,7 +46,8 @@ def test_truth_follows_the_replay_verdict_rule():
     plain = make_truth({("a", 1): 3}, {"a": 2.0}, 3, repeats=3)
     edge = Cell("a", 1, 1.5)  # its repeats sit just under the SLO: feasible by the plain rule, never confidently
     runs = [Measurement(m.cell, metrics={**m.metrics, "p99_e2el_ms": 29_000.0 + 500 * m.repeat, "p90_e2el_ms": 20_000.0},
-                        gpu_seconds=m.gpu_seconds, repeat=m.repeat) if m.cell == edge else m for m in plain.grid.measurements]
+                        gpu_seconds=m.gpu_seconds, repeat=m.repeat, num_requests=150, completed=150)
+            if m.cell == edge else m for m in plain.grid.measurements]
     grid = Grid(tuple(runs))
     assert build_truth(plain.spec, grid).capacities[("a", 1)] == 1.5
     assert build_truth(plain.spec, grid, noise_aware_rule(settle_after=3)).capacities[("a", 1)] == 1.0
