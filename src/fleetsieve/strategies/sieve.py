@@ -110,25 +110,30 @@ class Sieve(Strategy):
     def _score(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds], now: Decision,
                open_cells: dict[Config, list[float]], beliefs: dict[Config, CapacityDistribution],
                freq: Counter[Cell], only_planned: bool) -> list[_Scored]:
-        g0 = max(potential(k.spec, now), 1e-12)
         yield_ratio = completed_share(k)
         scored = []
         for cfg, levels in open_cells.items():
-            for load in levels:
-                cell = Cell(*cfg, load)
+            for cell in (Cell(*cfg, load) for load in levels):
                 if only_planned and not freq[cell]:
                     continue
-                after = outcomes(cache, bounds, k.space.levels[cfg], cell)
-                if not after.relevant(now):
-                    continue
-                p = beliefs[cfg].prob_at_least(load)
-                gain_if_feasible = max(g0 - potential(k.spec, after.feasible), 0.0)
-                drop = p * gain_if_feasible + (1 - p) * max(g0 - potential(k.spec, after.infeasible), 0.0)
-                share = freq[cell] / max(self.args.samples, 1)
-                value = share + (self.args.myopic_weight * drop + self.args.conservative_weight * p * gain_if_feasible) / g0
-                expected_runs = runs_to_show_feasible(k, cell, yield_ratio)  # a few-request cell tends to settle only after its repeats, either way
-                scored.append(_Scored(cell, value / (k.space.cost(cell) * expected_runs)))
+                value = self._value(k, cache, bounds, now, cell, beliefs[cfg].prob_at_least(cell.load_rps), freq[cell])
+                if value is not None:
+                    # A cell of few requests tends to settle only after its repeats, whatever its outcome.
+                    cost = k.space.cost(cell) * runs_to_show_feasible(k, cell, yield_ratio)
+                    scored.append(_Scored(cell, value / cost))
         return scored
+
+    def _value(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds], now: Decision,
+               cell: Cell, p: float, planned: int) -> float | None:
+        """Plan share plus weighted expected gap drop (normalised); None when no outcome moves the decision."""
+        after = outcomes(cache, bounds, k.space.levels[cell.config], cell)
+        if not after.relevant(now):
+            return None
+        g0 = max(potential(k.spec, now), 1e-12)
+        gain_if_feasible = max(g0 - potential(k.spec, after.feasible), 0.0)
+        drop = p * gain_if_feasible + (1 - p) * max(g0 - potential(k.spec, after.infeasible), 0.0)
+        share = planned / max(self.args.samples, 1)
+        return share + (self.args.myopic_weight * drop + self.args.conservative_weight * p * gain_if_feasible) / g0
 
 
 def completed_share(k: Knowledge) -> float:
