@@ -2,7 +2,7 @@
 
 ``ask`` / ``tell`` let shell scripts drive a campaign stored in SQLite (Optuna's idiom)::
 
-    fleetsieve create fleet.toml --storage sqlite:///c.db --strategy sieve   # cells from the spec's load_rps
+    fleetsieve create fleet.toml --backend-arg model=NAME --storage sqlite:///c.db   # cells: the spec's load_rps
     P=$(fleetsieve ask --storage sqlite:///c.db)           # one JSON proposal, empty when done
     fleetsieve tell --storage sqlite:///c.db p00007 '{"p99_e2el_ms": 812.0, "request_throughput": 2.0, ...}'
 """

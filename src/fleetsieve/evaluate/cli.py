@@ -44,7 +44,7 @@ def compare(
     strategies: list[str] = typer.Option([], "--strategy", "-s", help="strategy to compare (repeatable; default: all registered)"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="write the results as JSON here"),
     plots: Optional[Path] = typer.Option(None, "--plots", help="write PNG plots into this directory"),
-    noise_aware: Optional[bool] = typer.Option(None, "--noise-aware/--no-noise-aware", help="noise-aware verdicts (default: on when the grid has repeats)"),
+    noise_aware: Optional[bool] = typer.Option(None, "--noise-aware/--no-noise-aware", help="noise-aware verdicts (default: on when the grid has 3 repeats per cell)"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (default: all cores)"),
     per_workload: bool = typer.Option(True, "--per-workload/--no-per-workload", help="also run each workload alone"),
     hindsight_limit_s: float = typer.Option(60.0, "--hindsight-limit-s", help="time for the exact certificate search"),

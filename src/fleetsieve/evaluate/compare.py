@@ -20,7 +20,7 @@ COST_KINDS = ("cost_to_oracle_gpu_s", "cost_to_certificate_gpu_s")
 
 @dataclass(frozen=True)
 class CompareOptions:
-    """How to run the comparison. ``noise_aware`` None: on exactly when the grid has repeats."""
+    """How to run the comparison. ``noise_aware`` None: on when the grid has 3 repeats per cell."""
 
     orders: int = 200
     seed: int = 0
@@ -52,13 +52,19 @@ class CompareResult:
     capacity_only: CapacityOnlyDecision
 
 
-def verdict_rule(noise_aware: bool | None, has_repeats: bool, settle_after: int | None = 3) -> tuple[str, VerdictRule]:
-    """The replay's verdict rule: the noise-aware one when asked for (or by default on repeats)."""
-    if not (noise_aware if noise_aware is not None else has_repeats):
-        return "all-repeats", all_repeats_rule
-    from fleetsieve.noise import noise_aware_rule  # scipy.stats: only when used, keeps CLI start-up fast
+def verdict_rule(noise_aware: bool | None, repeats: int) -> tuple[str, VerdictRule]:
+    """The replay's verdict rule for a grid of up to ``repeats`` runs per cell.
 
-    return "noise-aware", noise_aware_rule(settle_after=settle_after)
+    Noise-aware when asked for, and by default once cells have the ``MIN_REPEATS_FOR_SPREAD`` (3)
+    repeats its spread statement needs. A cell still indeterminate after every repeat the grid
+    holds settles as infeasible, but only from 3 repeats: with fewer, a cell of few requests
+    could never be shown feasible, and settling would call it infeasible whatever its tail.
+    """
+    from fleetsieve.noise import MIN_REPEATS_FOR_SPREAD, noise_aware_rule  # scipy.special: only here (CLI start-up)
+
+    if not (noise_aware if noise_aware is not None else repeats >= MIN_REPEATS_FOR_SPREAD):
+        return "all-repeats", all_repeats_rule
+    return "noise-aware", noise_aware_rule(settle_after=repeats if repeats >= MIN_REPEATS_FOR_SPREAD else None)
 
 
 def savings_table(experiment: Experiment, seed: int) -> dict[str, dict[str, Saving]]:
@@ -84,8 +90,7 @@ def run_compare(spec: FleetSpec, grid: Grid, factories: Mapping[str, StrategyFac
     """The full comparison: main experiment, per-workload experiments, physical limit and losses."""
     tick = tick or (lambda: None)
     # A cell still indeterminate once every repeat the grid holds is shown settles as infeasible.
-    repeats = grid.max_runs_per_cell
-    rule_name, rule = verdict_rule(options.noise_aware, repeats > 1, settle_after=max(repeats, 1))
+    rule_name, rule = verdict_rule(options.noise_aware, grid.max_runs_per_cell)
     truth = build_truth(spec, grid, rule)
     experiment = run_experiment(truth, factories, options.orders, options.seed, rule, options.workers, tick)
     per_workload = _per_workload(spec, grid, factories, options, rule, tick) if options.per_workload and len(spec.workloads) > 1 else {}

@@ -13,12 +13,15 @@ class OrderOutcome:
     """The figures one replay contributes (all costs in GPU-seconds).
 
     * ``cost_to_oracle_gpu_s``: spent when the recommendation's true objective became the oracle's
-      for good; when it never did (the strategy stopped first, or the replay was capped),
-      everything spent, with ``reached_oracle`` false.
+      for good, over the whole replay (an any-time figure: for random and exhaustive, which the
+      replay runs to the end, it may lie past where a campaign would stop); when it never did
+      (the strategy stopped first, or the replay was capped), everything spent, with
+      ``reached_oracle`` false.
     * ``cost_to_certificate_gpu_s``: spent when the gap first fell within tolerance; when it never
       did, everything spent, with ``certified`` false.
-    * ``final_is_oracle`` / ``slo_violation``: the decision where the campaign stops (first
-      certificate, else the strategy's last step) has the oracle's objective / misses an SLO in truth.
+    * ``final_is_oracle`` / ``slo_violation``: the decision where the campaign stops (the
+      strategy's own stop; the first certificate for a certificate-blind strategy) has the
+      oracle's objective / misses an SLO in truth.
     """
 
     strategy: str

@@ -96,7 +96,7 @@ def step_limit(truth: Truth) -> int:
 
 
 class _Judge:
-    """Remembers the decision where the campaign stops (first certificate, else the last)."""
+    """Remembers the decision where the campaign stops (see ``Trace.stop_index``)."""
 
     def __init__(self, truth: Truth, stop_at_certificate: bool) -> None:
         self.truth, self.index, self.oracle, self.violation = truth, -1, False, False
