@@ -273,6 +273,11 @@ class NoiseAwareRule:
         settled = self.settle_after is not None and len(_distinct_repeats(usable)) >= self.settle_after
         return Verdict.INFEASIBLE if verdict is Verdict.INDETERMINATE and settled else verdict
 
+    @property
+    def provable_margin(self) -> float:
+        """Roughly how far under its SLO a tail must be for this rule to call it feasible (a ratio)."""
+        return math.exp(-float(ndtri(self.confidence)) * self.run_sd)
+
     def runs_to_show_feasible(self, slo: Mapping[str, float], expected_requests: float) -> int:
         """Runs a cell of about ``expected_requests`` requests per run needs before it can be FEASIBLE."""
         level = 1.0 - (1.0 - self.confidence) / max(len(slo), 1)

@@ -112,3 +112,11 @@ def test_prediction_is_deterministic():
     a = JointTailModel().fit(train, slo=slo).predict([m.cell for m in test]).p_feasible()
     b = JointTailModel().fit(train, slo=slo).predict([m.cell for m in test]).p_feasible()
     assert np.array_equal(a, b)
+
+
+def test_a_margin_under_the_slo_lowers_the_chance_of_showing_feasibility():
+    world, train, _, slo = split(2, 0.3)
+    model = JointTailModel().fit(train, slo=slo, tps=[1, 2, 4, 8])
+    cells = [m.cell for m in world.runs]
+    plain, strict = model.predict(cells).p_feasible(), model.predict(cells, slo_margin=0.8).p_feasible()
+    assert np.all(strict <= plain + 1e-12) and strict.mean() < plain.mean()

@@ -153,3 +153,22 @@ def test_a_cell_of_few_requests_costs_its_repeats_under_the_noise_aware_rule():
     assert runs_to_show_feasible(noisy, few, 1.0) == 3
     many = Cell(few.workload, few.tp, few.load_rps * 10_000)
     assert runs_to_show_feasible(noisy, many, 1.0) == 1
+
+
+def test_an_indeterminate_relevant_cell_is_finished_before_a_new_one_is_opened():
+    from fleetsieve.noise import noise_aware_rule
+
+    spec, grid, space = small_world(3, repeats=3, noise_sd=0.2)
+    rule = noise_aware_rule(settle_after=3)
+    checked = 0
+    for seed in range(6):
+        revealed, sieve = [], make_strategy("sieve", {"confirm_runs": 0})
+        while cells := sieve.propose(ProfilingState(Knowledge(spec, space, revealed, rule), frozenset(), seed), 1):
+            k = Knowledge(spec, space, revealed, rule)
+            unfinished = [c for c in k.runs if k.verdict(c).name == "INDETERMINATE" and decision_relevant(k, c)]
+            if unfinished:
+                assert cells[0] in unfinished
+                checked += 1
+            runs = grid.runs(cells[0])
+            revealed.append(runs[sum(m.cell == cells[0] for m in revealed) % len(runs)])
+    assert checked > 0  # the situation did arise

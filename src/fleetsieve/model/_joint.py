@@ -270,8 +270,12 @@ class JointTailModel:
         rows = [[math.log(self.slo_.get(c.workload, {}).get(k, math.inf)) for k in self.index_.metrics] for c in cells]
         return np.asarray(rows, dtype=float).reshape(len(cells), len(self.index_.metrics))
 
-    def predict(self, cells: Sequence[Cell]) -> TailPrediction:
-        """The predictive distribution of every cell's tail metrics, saturation rate and feasibility."""
+    def predict(self, cells: Sequence[Cell], slo_margin: float = 1.0) -> TailPrediction:
+        """The predictive distribution of every cell's tail metrics, saturation rate and feasibility.
+
+        ``slo_margin`` < 1 asks for P(every metric under ``slo_margin`` x its SLO): the chance a
+        verdict rule that needs a margin of confidence can show the cell feasible.
+        """
         w, t, load = self._cell_arrays(cells)
         draws = self._draws()
         log_mu = self._log_mu(draws)  # [S, W, T]
@@ -279,7 +283,7 @@ class JointTailModel:
         pred = np.stack([self._log_metric(draws, log_mu, w, t, np.full(len(cells), j), load) for j in range(M)], axis=-1)
         mu_cells = log_mu[:, w, t]
         keeps_up = ndtr((mu_cells - np.log((1 - self.saturation_tol) * load)) / _MU_SD)
-        under = ndtr((self._log_slo(cells)[None] - pred) / self.sigma_).prod(axis=-1)
+        under = ndtr((self._log_slo(cells)[None] + math.log(slo_margin) - pred) / self.sigma_).prod(axis=-1)
         log_sd = np.sqrt(pred.var(axis=0) + self.sigma_ ** 2)
         return TailPrediction(tuple(cells), self.index_.metrics, pred.mean(axis=0), log_sd,
                               mu_cells.mean(axis=0), mu_cells.std(axis=0), (keeps_up * under).mean(axis=0))

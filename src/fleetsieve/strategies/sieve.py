@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -49,6 +49,8 @@ class SieveArgs(StrategyArgs):
     prior_mix: float = Field(default=0.1, ge=0, le=1, description="uniform share mixed into the model's capacity beliefs")
     use_model: bool = Field(default=True, description="False: uniform beliefs within the bounds")
     max_runs_per_cell: int = Field(default=DEFAULT_MAX_RUNS_PER_CELL, ge=1)
+    finish_started: bool = Field(default=True, description="repeat a decision-relevant cell that is still "
+                                 "indeterminate before opening a new one")
     confirm_runs: int = Field(default=1, ge=0, description="once certified, runs wanted of every level up to lo of the "
                               "configurations in use, on top of a verdict of its own (0: stop at the certificate); "
                               "use the grid's repeat count under the plain all-repeats rule")
@@ -79,7 +81,12 @@ class Sieve(Strategy):
         beliefs = self._beliefs(k, bounds)
         rng = np.random.default_rng([state.seed, len(k.runs), sum(len(v) for v in k.runs.values())])
         freq = self._plan_frequency(k, cache, bounds, beliefs, rng)
-        scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=True)
+        started = {cfg: [L for L in levels if Cell(*cfg, L) in k.runs] for cfg, levels in open_cells.items()}
+        # Finish what was started: a cell still indeterminate after some runs is repeated before a
+        # new one is opened, while it can still move the decision (its runs so far are paid for).
+        scored = self.args.finish_started and self._score(k, cache, bounds, now, started, beliefs, freq, only_planned=False)
+        if not scored:
+            scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=True)
         if not scored:
             scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=False)
         if not scored:
@@ -102,15 +109,16 @@ class Sieve(Strategy):
     def _plan_frequency(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds],
                         beliefs: dict[Config, CapacityDistribution], rng: np.random.Generator) -> Counter[Cell]:
         counts: Counter[Cell] = Counter()
+        cost = effective_cost(k)
         for _ in range(self.args.samples):
             kappa = {cfg: d.sample(rng) for cfg, d in beliefs.items()}
-            counts.update(certificate_plan(cache, bounds, k.space.levels, kappa, k.space.cost, rng))
+            counts.update(certificate_plan(cache, bounds, k.space.levels, kappa, cost, rng))
         return counts
 
     def _score(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds], now: Decision,
                open_cells: dict[Config, list[float]], beliefs: dict[Config, CapacityDistribution],
                freq: Counter[Cell], only_planned: bool) -> list[_Scored]:
-        yield_ratio = completed_share(k)
+        cost = effective_cost(k)
         scored = []
         for cfg, levels in open_cells.items():
             for cell in (Cell(*cfg, load) for load in levels):
@@ -118,9 +126,7 @@ class Sieve(Strategy):
                     continue
                 value = self._value(k, cache, bounds, now, cell, beliefs[cfg].prob_at_least(cell.load_rps), freq[cell])
                 if value is not None:
-                    # A cell of few requests tends to settle only after its repeats, whatever its outcome.
-                    cost = k.space.cost(cell) * runs_to_show_feasible(k, cell, yield_ratio)
-                    scored.append(_Scored(cell, value / cost))
+                    scored.append(_Scored(cell, value / cost(cell)))
         return scored
 
     def _value(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds], now: Decision,
@@ -134,6 +140,13 @@ class Sieve(Strategy):
         drop = p * gain_if_feasible + (1 - p) * max(g0 - potential(k.spec, after.infeasible), 0.0)
         share = planned / max(self.args.samples, 1)
         return share + (self.args.myopic_weight * drop + self.args.conservative_weight * p * gain_if_feasible) / g0
+
+
+def effective_cost(k: Knowledge) -> Callable[[Cell], float]:
+    """GPU-seconds to a verdict: a cell of few requests tends to settle only after its repeats,
+    whatever its outcome, so it costs them (used by the lookahead plans and the scores alike)."""
+    yield_ratio = completed_share(k)
+    return lambda cell: k.space.cost(cell) * runs_to_show_feasible(k, cell, yield_ratio)
 
 
 def completed_share(k: Knowledge) -> float:
@@ -162,7 +175,9 @@ def _model_p_feasible(k: Knowledge, configs: list[Config]) -> dict[Config, np.nd
     model = JointTailModel(saturation_tol=k.spec.saturation_tol).fit(
         measurements, slo={w: wl.slo for w, wl in k.spec.workloads.items()}, tps=k.spec.tp_degrees)
     cells = [Cell(*cfg, L) for cfg in configs for L in k.space.levels[cfg]]
-    p = model.predict(cells).p_feasible()
+    # A noise-aware rule calls a cell feasible only with a margin under the SLO: a tail just under
+    # it ends indeterminate (and settles infeasible), so the chance that matters is of clearing the margin.
+    p = model.predict(cells, slo_margin=getattr(k.verdict_rule, "provable_margin", 1.0)).p_feasible()
     out, i = {}, 0
     for cfg in configs:
         size = len(k.space.levels[cfg])
