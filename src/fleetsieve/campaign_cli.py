@@ -170,19 +170,31 @@ def _print_result(campaign: Campaign, as_json: bool) -> None:
     console.print(allocation_table(campaign.spec, d.conservative, kappa, title))
 
 
+# Options `run` and `create` share (Typer reads each default as the option's declaration).
+GRID_OPTION = typer.Option(None, "--grid", help="grid to replay, or whose cells to use (replay backend)")
+MODEL_OPTION = typer.Option(None, "--model", help="model name (sim backend)")
+GPU_OPTION = typer.Option(None, "--gpu", help="GPU name (sim backend)")
+BACKEND_ARG_OPTION = typer.Option([], "--backend-arg", help="KEY=VALUE passed to the backend (repeatable)")
+DURATION_OPTION = typer.Option(300.0, "--duration-s", help="run length per cell, s (sim/openai cost model)")
+SEED_OPTION = typer.Option(0, "--seed")
+STRATEGY_OPTION = typer.Option("sieve", "--strategy")
+STRATEGY_ARG_OPTION = typer.Option([], "--strategy-arg", help="KEY=VALUE for the strategy (repeatable)")
+NOISE_AWARE_OPTION = typer.Option(False, "--noise-aware", help="a cell is (in)feasible only with 95% confidence; "
+                                  "indeterminate cells get repeats (see docs/evaluation.md)")
+
+
 def run(
     spec_path: Path = typer.Argument(..., metavar="SPEC", help="fleet spec (TOML)"),
     backend: str = typer.Option(..., "--backend", help="replay | sim | openai"),
-    grid: Optional[Path] = typer.Option(None, "--grid", help="grid to replay (replay backend)"),
-    model: Optional[str] = typer.Option(None, "--model", help="model name (sim backend)"),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU name (sim backend)"),
-    backend_arg: list[str] = typer.Option([], "--backend-arg", help="KEY=VALUE passed to the backend (repeatable)"),
-    duration_s: float = typer.Option(300.0, "--duration-s", help="run length per cell, s (sim/openai cost model)"),
-    seed: int = typer.Option(0, "--seed"),
-    strategy: str = typer.Option("sieve", "--strategy"),
-    strategy_arg: list[str] = typer.Option([], "--strategy-arg", help="KEY=VALUE for the strategy (repeatable)"),
-    noise_aware: bool = typer.Option(False, "--noise-aware", help="a cell is (in)feasible only with 95% confidence; "
-                                     "indeterminate cells get repeats (see docs/evaluation.md)"),
+    grid: Optional[Path] = GRID_OPTION,
+    model: Optional[str] = MODEL_OPTION,
+    gpu: Optional[str] = GPU_OPTION,
+    backend_arg: list[str] = BACKEND_ARG_OPTION,
+    duration_s: float = DURATION_OPTION,
+    seed: int = SEED_OPTION,
+    strategy: str = STRATEGY_OPTION,
+    strategy_arg: list[str] = STRATEGY_ARG_OPTION,
+    noise_aware: bool = NOISE_AWARE_OPTION,
     storage: Optional[str] = typer.Option(None, "--storage", help="sqlite:///campaign.db (or memory://)"),
     resume: bool = typer.Option(False, "--resume", help="continue the campaign stored in --storage"),
     parallel: int = typer.Option(1, "--parallel", help="measurements kept in flight"),
@@ -227,16 +239,15 @@ def _run_with_progress(campaign: Campaign, backend: Backend, executor: Any, para
 def create(
     spec_path: Path = typer.Argument(..., metavar="SPEC", help="fleet spec (TOML)"),
     backend: str = typer.Option("openai", "--backend", help="replay | sim | openai: defines the cells (openai: the spec's load_rps)"),
-    grid: Optional[Path] = typer.Option(None, "--grid", help="grid whose cells to use (replay backend)"),
-    model: Optional[str] = typer.Option(None, "--model", help="model name (sim backend)"),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU name (sim backend)"),
-    backend_arg: list[str] = typer.Option([], "--backend-arg", help="KEY=VALUE passed to the backend (repeatable)"),
-    duration_s: float = typer.Option(300.0, "--duration-s", help="run length per cell, s (cost model)"),
-    seed: int = typer.Option(0, "--seed"),
-    strategy: str = typer.Option("sieve", "--strategy"),
-    strategy_arg: list[str] = typer.Option([], "--strategy-arg", help="KEY=VALUE for the strategy (repeatable)"),
-    noise_aware: bool = typer.Option(False, "--noise-aware", help="a cell is (in)feasible only with 95% confidence; "
-                                     "indeterminate cells get repeats (see docs/evaluation.md)"),
+    grid: Optional[Path] = GRID_OPTION,
+    model: Optional[str] = MODEL_OPTION,
+    gpu: Optional[str] = GPU_OPTION,
+    backend_arg: list[str] = BACKEND_ARG_OPTION,
+    duration_s: float = DURATION_OPTION,
+    seed: int = SEED_OPTION,
+    strategy: str = STRATEGY_OPTION,
+    strategy_arg: list[str] = STRATEGY_ARG_OPTION,
+    noise_aware: bool = NOISE_AWARE_OPTION,
     storage: str = typer.Option(..., "--storage", help="sqlite:///campaign.db to create"),
 ) -> None:
     """Start a campaign without measuring, for `ask` / `tell` from shell scripts; prints its status as JSON."""
