@@ -101,9 +101,9 @@ def verdict_rule_for(setup: CampaignSetup) -> VerdictRule:
     if setup.verdicts == "plain":
         return all_repeats_rule
     if setup.verdicts == "noise-aware":
-        from fleetsieve.noise import noise_aware_rule  # scipy.special: only when used
+        from fleetsieve.noise import noise_aware_rule_for_repeats  # scipy.special: only when used
 
-        return noise_aware_rule(settle_after=DEFAULT_MAX_RUNS_PER_CELL)
+        return noise_aware_rule_for_repeats(DEFAULT_MAX_RUNS_PER_CELL)
     raise InputError("verdicts", f"unknown verdict rule {setup.verdicts!r} (choose from {', '.join(VERDICTS)})")
 
 

@@ -75,9 +75,9 @@ def plan(
         spec, grid = load_spec(spec_path), load_grid(grid_path)
         rule = all_repeats_rule
         if noise_aware:
-            from fleetsieve.evaluate.compare import verdict_rule  # scipy.special: only when asked for
+            from fleetsieve.noise import noise_aware_rule_for_repeats  # scipy.special: only when asked for
 
-            rule = verdict_rule(True, grid.max_runs_per_cell)[1]
+            rule = noise_aware_rule_for_repeats(grid.max_runs_per_cell)
         alloc, kappa = oracle_allocation(spec, grid, rule), oracle_capacities(spec, grid, rule)
     except InputError as err:
         raise fail(err) from None

@@ -229,9 +229,13 @@ def _distinct_repeats(runs: Sequence[Measurement]) -> list[Measurement]:
     return list(seen.values())
 
 
-def _confident_verdict(runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
+def _usable_runs(runs: Sequence[Measurement]) -> list[Measurement]:
+    """Runs that say something (a failed run does not), one per repeat number."""
+    return _distinct_repeats([m for m in runs if m.status is not Status.FAILED])
+
+
+def _confident_verdict(usable: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
                        saturation_tol: float, confidence: float, run_sd: float) -> Verdict:
-    usable = _distinct_repeats([m for m in runs if m.status is not Status.FAILED])
     if not usable:
         return Verdict.UNMEASURED
     if any(m.status is Status.ABORTED_INFEASIBLE for m in usable):
@@ -268,9 +272,9 @@ class NoiseAwareRule:
 
     def __call__(self, runs: Sequence[Measurement], slo: Mapping[str, float], load_rps: float,
                  saturation_tol: float) -> Verdict:
-        verdict = _confident_verdict(runs, slo, load_rps, saturation_tol, self.confidence, self.run_sd)
-        usable = [m for m in runs if m.status is not Status.FAILED]  # a failed run says nothing
-        settled = self.settle_after is not None and len(_distinct_repeats(usable)) >= self.settle_after
+        usable = _usable_runs(runs)
+        verdict = _confident_verdict(usable, slo, load_rps, saturation_tol, self.confidence, self.run_sd)
+        settled = self.settle_after is not None and len(usable) >= self.settle_after
         return Verdict.INFEASIBLE if verdict is Verdict.INDETERMINATE and settled else verdict
 
     @property
@@ -284,7 +288,7 @@ class NoiseAwareRule:
         quantiles = [parsed[0] for key in slo if (parsed := _quantile_of(key)) is not None and parsed[0] > 0.9]
         if all(single_run_can_show_under(int(expected_requests), q, level) for q in quantiles):
             return 1
-        return max(MIN_REPEATS_FOR_SPREAD, 1)
+        return MIN_REPEATS_FOR_SPREAD
 
 
 def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1, settle_after: int | None = 3) -> NoiseAwareRule:
@@ -296,3 +300,10 @@ def noise_aware_rule(confidence: float = 0.95, run_sd: float = 0.1, settle_after
     if settle_after is not None and settle_after < 1:
         raise InputError("settle_after", f"must be at least 1 run, got {settle_after}")
     return NoiseAwareRule(confidence, run_sd, settle_after)
+
+
+def noise_aware_rule_for_repeats(repeats: int) -> NoiseAwareRule:
+    """The noise-aware rule for cells of up to ``repeats`` runs: an indeterminate cell settles as
+    infeasible after all of them, but only from ``MIN_REPEATS_FOR_SPREAD``; with fewer, a cell of few
+    requests could never be shown feasible, and settling would call it infeasible whatever its tail."""
+    return noise_aware_rule(settle_after=repeats if repeats >= MIN_REPEATS_FOR_SPREAD else None)

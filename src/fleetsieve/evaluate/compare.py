@@ -56,15 +56,13 @@ def verdict_rule(noise_aware: bool | None, repeats: int) -> tuple[str, VerdictRu
     """The replay's verdict rule for a grid of up to ``repeats`` runs per cell.
 
     Noise-aware when asked for, and by default once cells have the ``MIN_REPEATS_FOR_SPREAD`` (3)
-    repeats its spread statement needs. A cell still indeterminate after every repeat the grid
-    holds settles as infeasible, but only from 3 repeats: with fewer, a cell of few requests
-    could never be shown feasible, and settling would call it infeasible whatever its tail.
+    repeats its spread statement needs (see ``noise_aware_rule_for_repeats``).
     """
-    from fleetsieve.noise import MIN_REPEATS_FOR_SPREAD, noise_aware_rule  # scipy.special: only here (CLI start-up)
+    from fleetsieve.noise import MIN_REPEATS_FOR_SPREAD, noise_aware_rule_for_repeats  # scipy.special: only here
 
     if not (noise_aware if noise_aware is not None else repeats >= MIN_REPEATS_FOR_SPREAD):
         return "all-repeats", all_repeats_rule
-    return "noise-aware", noise_aware_rule(settle_after=repeats if repeats >= MIN_REPEATS_FOR_SPREAD else None)
+    return "noise-aware", noise_aware_rule_for_repeats(repeats)
 
 
 def savings_table(experiment: Experiment, seed: int) -> dict[str, dict[str, Saving]]:
@@ -89,7 +87,6 @@ def run_compare(spec: FleetSpec, grid: Grid, factories: Mapping[str, StrategyFac
                 tick: Callable[[], None] | None = None) -> CompareResult:
     """The full comparison: main experiment, per-workload experiments, physical limit and losses."""
     tick = tick or (lambda: None)
-    # A cell still indeterminate once every repeat the grid holds is shown settles as infeasible.
     rule_name, rule = verdict_rule(options.noise_aware, grid.max_runs_per_cell)
     truth = build_truth(spec, grid, rule)
     experiment = run_experiment(truth, factories, options.orders, options.seed, rule, options.workers, tick)

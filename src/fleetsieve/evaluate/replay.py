@@ -40,8 +40,8 @@ class Trace:
 
     ``stop_index`` is where a campaign would have stopped: where the strategy returned no cell
     (or the replay was capped); for a strategy that ignores the certificate
-    (``stops_on_its_own`` false), the first certified step when that comes first. ``final_is_oracle`` and ``slo_violation`` judge the
-    decision taken there. ``stopped_by_strategy`` is true when the strategy returned no cell;
+    (``stops_on_its_own`` false), the first certified step when that comes first.
+    ``final_is_oracle`` and ``slo_violation`` judge the decision taken there. ``stopped_by_strategy`` is true when the strategy returned no cell;
     ``capped`` when the replay hit its step limit instead.
     """
 
@@ -113,7 +113,7 @@ class _Judge:
 def replay(strategy: Strategy, truth: Truth, order: int, order_seed: int,
            verdict_rule: VerdictRule = all_repeats_rule, name: str | None = None) -> Trace:
     """Run ``strategy`` against the grid in ``truth`` until it stops, is settled, or hits the limit."""
-    revealer, judge = Revealer(truth, order_seed), _Judge(truth, not getattr(strategy, "stops_on_its_own", True))
+    revealer, judge = Revealer(truth, order_seed), _Judge(truth, not strategy.stops_on_its_own)
     may_exit_early = verdict_rule is all_repeats_rule and truth.max_repeats == 1 and truth.monotone()
     measurements: list[Measurement] = []
     steps: list[Step] = []

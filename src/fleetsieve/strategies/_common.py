@@ -13,20 +13,11 @@ from fleetsieve.strategies.base import ProfilingState
 DEFAULT_MAX_RUNS_PER_CELL = 3
 
 
-def runs_of(state: ProfilingState, cell: Cell) -> int:
-    return len(state.knowledge.runs.get(cell, ()))
-
-
-def is_open(state: ProfilingState, cell: Cell, max_runs: int) -> bool:
-    """A cell worth (re-)measuring: no verdict yet, not in flight, under the run limit."""
-    return state.undecided(cell, max_runs)
-
-
 def open_levels(state: ProfilingState, config: Config, bounds: CapacityBounds, max_runs: int) -> list[float]:
     """Levels of ``config`` strictly above ``lo`` and at most ``hi`` that are still open, ascending."""
     w, tp = config
     return [L for L in state.knowledge.space.levels[config]
-            if bounds.lo < L <= bounds.hi and is_open(state, Cell(w, tp, L), max_runs)]
+            if bounds.lo < L <= bounds.hi and state.undecided(Cell(w, tp, L), max_runs)]
 
 
 def unresolved(bounds: Mapping[Config, CapacityBounds]) -> list[Config]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -44,11 +44,12 @@ class ProfilingState:
         """Cells never measured and not in flight, in the space's order."""
         return [c for c in self.knowledge.space.cells() if c not in self.knowledge.runs and c not in self.pending]
 
-    def undecided(self, cell: Cell, max_runs: int) -> bool:
-        """Not in flight, under ``max_runs`` runs, and unmeasured or still indeterminate."""
+    def undecided(self, cell: Cell, max_runs: int, verdict: Callable[[Cell], Verdict] | None = None) -> bool:
+        """Not in flight, under ``max_runs`` runs, and unmeasured or still indeterminate by
+        ``verdict`` (default: the knowledge's own verdicts)."""
         if cell in self.pending or len(self.knowledge.runs.get(cell, ())) >= max_runs:
             return False
-        return self.knowledge.verdict(cell) in (Verdict.UNMEASURED, Verdict.INDETERMINATE)
+        return (verdict or self.knowledge.verdict)(cell) in (Verdict.UNMEASURED, Verdict.INDETERMINATE)
 
 
 class Strategy(ABC):

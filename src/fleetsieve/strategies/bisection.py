@@ -17,7 +17,7 @@ from pydantic import Field
 from fleetsieve.knowledge import CellSpace, Config, bounds_for_levels
 from fleetsieve.records import CapacityBounds, Cell, Measurement, Status, Verdict
 from fleetsieve.spec import FleetSpec
-from fleetsieve.strategies._common import DEFAULT_MAX_RUNS_PER_CELL, runs_of
+from fleetsieve.strategies._common import DEFAULT_MAX_RUNS_PER_CELL
 from fleetsieve.strategies.base import ProfilingState, Strategy, StrategyArgs
 
 CellVerdict = Callable[[Cell], Verdict]
@@ -32,12 +32,6 @@ def bisection_level(open_levels: list[float]) -> float:
     return open_levels[len(open_levels) // 2]
 
 
-def _open(state: ProfilingState, cell: Cell, verdict: CellVerdict, max_runs: int) -> bool:
-    if cell in state.pending or runs_of(state, cell) >= max_runs:
-        return False
-    return verdict(cell) in (Verdict.UNMEASURED, Verdict.INDETERMINATE)
-
-
 def bisect_all(state: ProfilingState, bounds: Mapping[Config, CapacityBounds], verdict: CellVerdict,
                n: int, max_runs: int) -> list[Cell]:
     """One bisection cell per unresolved configuration, configurations in a seed-shuffled order."""
@@ -47,7 +41,7 @@ def bisect_all(state: ProfilingState, bounds: Mapping[Config, CapacityBounds], v
     for i in order:
         (w, tp), b = configs[i], bounds[configs[i]]
         levels = [L for L in state.knowledge.space.levels[(w, tp)]
-                  if b.lo < L <= b.hi and _open(state, Cell(w, tp, L), verdict, max_runs)]
+                  if b.lo < L <= b.hi and state.undecided(Cell(w, tp, L), max_runs, verdict)]
         if levels and len(picks) < n:
             picks.append(Cell(w, tp, bisection_level(levels)))
     return picks

@@ -80,15 +80,18 @@ class Sieve(Strategy):
         open_cells = {cfg: open_levels(state, cfg, bounds[cfg], self.args.max_runs_per_cell) for cfg in unresolved(bounds)}
         beliefs = self._beliefs(k, bounds)
         rng = np.random.default_rng([state.seed, len(k.runs), sum(len(v) for v in k.runs.values())])
-        freq = self._plan_frequency(k, cache, bounds, beliefs, rng)
-        started = {cfg: [L for L in levels if Cell(*cfg, L) in k.runs] for cfg, levels in open_cells.items()}
-        # Finish what was started: a cell still indeterminate after some runs is repeated before a
-        # new one is opened, while it can still move the decision (its runs so far are paid for).
-        scored = self.args.finish_started and self._score(k, cache, bounds, now, started, beliefs, freq, only_planned=False)
+        cost = effective_cost(k)
+        freq = self._plan_frequency(k, cache, bounds, beliefs, rng, cost)
+        scored: list[_Scored] = []
+        if self.args.finish_started:
+            # Finish what was started: a cell still indeterminate after some runs is repeated before a
+            # new one is opened, while it can still move the decision (its runs so far are paid for).
+            started = {cfg: [L for L in levels if Cell(*cfg, L) in k.runs] for cfg, levels in open_cells.items()}
+            scored = self._score(k, cache, bounds, now, started, beliefs, freq, cost, only_planned=False)
         if not scored:
-            scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=True)
+            scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, cost, only_planned=True)
         if not scored:
-            scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, only_planned=False)
+            scored = self._score(k, cache, bounds, now, open_cells, beliefs, freq, cost, only_planned=False)
         if not scored:
             scored = _stalled(k, open_cells, freq)
         if not scored:  # nothing left can move the gap (e.g. cells that stay indeterminate)
@@ -107,9 +110,9 @@ class Sieve(Strategy):
         return out
 
     def _plan_frequency(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds],
-                        beliefs: dict[Config, CapacityDistribution], rng: np.random.Generator) -> Counter[Cell]:
+                        beliefs: dict[Config, CapacityDistribution], rng: np.random.Generator,
+                        cost: Callable[[Cell], float]) -> Counter[Cell]:
         counts: Counter[Cell] = Counter()
-        cost = effective_cost(k)
         for _ in range(self.args.samples):
             kappa = {cfg: d.sample(rng) for cfg, d in beliefs.items()}
             counts.update(certificate_plan(cache, bounds, k.space.levels, kappa, cost, rng))
@@ -117,8 +120,7 @@ class Sieve(Strategy):
 
     def _score(self, k: Knowledge, cache: DecisionCache, bounds: dict[Config, CapacityBounds], now: Decision,
                open_cells: dict[Config, list[float]], beliefs: dict[Config, CapacityDistribution],
-               freq: Counter[Cell], only_planned: bool) -> list[_Scored]:
-        cost = effective_cost(k)
+               freq: Counter[Cell], cost: Callable[[Cell], float], only_planned: bool) -> list[_Scored]:
         scored = []
         for cfg, levels in open_cells.items():
             for cell in (Cell(*cfg, load) for load in levels):
