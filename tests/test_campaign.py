@@ -288,19 +288,24 @@ def test_cli_unknown_strategy_and_executor(tmp_path):
     _one_line_error(_run(tmp_path, "--executor", "nope"), "unknown executor 'nope'")
 
 
-def test_cli_ask_and_tell_drive_a_campaign_like_run(tmp_path):
-    url = f"sqlite:///{tmp_path / 'shell.db'}"
-    with SQLiteStore(url) as store:
-        Campaign.open(store, replay_setup(strategy="sieve"))
-    backend, told = ReplayBackend(BACKEND), 0
+def _ask_and_tell_until_done(url: str) -> tuple[dict, int]:
+    """Drive the stored campaign through the CLI with replayed measurements: (last status, tells)."""
+    backend, told, status = ReplayBackend(BACKEND), 0, {}
     while (asked := runner.invoke(app, ["ask", "--storage", url])).stdout.strip():
         proposal = json.loads(asked.stdout)
         m = backend.measure(Cell.from_dict(proposal), seed=proposal["seed"], repeat=proposal["repeat"])
         row = {k: v for k, v in measurement_to_row(m).items() if k not in ("source",)}
         result = runner.invoke(app, ["tell", "--storage", url, proposal["id"], json.dumps(row)])
         assert result.exit_code == 0, result.output
-        told += 1
-    status = json.loads(result.stdout)
+        told, status = told + 1, json.loads(result.stdout)
+    return status, told
+
+
+def test_cli_ask_and_tell_drive_a_campaign_like_run(tmp_path):
+    url = f"sqlite:///{tmp_path / 'shell.db'}"
+    with SQLiteStore(url) as store:
+        Campaign.open(store, replay_setup(strategy="sieve"))
+    status, told = _ask_and_tell_until_done(url)
     reference = json.loads(_run(tmp_path, "--json", "--strategy", "sieve", db="run.db").stdout)
     assert status["allocation"] == reference["allocation"] and told == reference["measurements"]
 
@@ -343,12 +348,7 @@ def test_cli_create_starts_a_campaign_that_ask_and_tell_finish_like_run(tmp_path
     created = runner.invoke(app, ["create", str(SPEC), "--backend", "replay", "--grid", str(GRID), "--storage", url])
     assert created.exit_code == 0, created.output
     assert json.loads(created.stdout)["measurements"] == 0
-    backend = ReplayBackend(BACKEND)
-    while (asked := runner.invoke(app, ["ask", "--storage", url])).stdout.strip():
-        proposal = json.loads(asked.stdout)
-        m = backend.measure(Cell.from_dict(proposal), seed=proposal["seed"], repeat=proposal["repeat"])
-        row = {k: v for k, v in measurement_to_row(m).items() if k != "source"}
-        assert runner.invoke(app, ["tell", "--storage", url, proposal["id"], json.dumps(row)]).exit_code == 0
+    _ask_and_tell_until_done(url)
     ran = runner.invoke(app, ["run", str(SPEC), "--backend", "replay", "--grid", str(GRID), "--json", "--no-progress",
                               "--storage", f"sqlite:///{tmp_path / 'ran.db'}"])
     final = runner.invoke(app, ["tell", "--storage", url, "--field", "x=1", "nope"])

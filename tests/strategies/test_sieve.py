@@ -48,13 +48,9 @@ def open_cells(knowledge: Knowledge) -> list[Cell]:
 def batch_moves_decision(knowledge: Knowledge, cells: list[Cell]) -> bool:
     """Whether all of ``cells`` coming out feasible (or all infeasible) together moves the decision."""
     now = knowledge.decision()
-    feasible = Knowledge(knowledge.spec, knowledge.space, [*knowledge_runs(knowledge), *(run(c, True) for c in cells)])
-    infeasible = Knowledge(knowledge.spec, knowledge.space, [*knowledge_runs(knowledge), *(run(c, False) for c in cells)])
+    feasible = knowledge.with_measurements(run(c, True) for c in cells)
+    infeasible = knowledge.with_measurements(run(c, False) for c in cells)
     return moves(now, feasible.decision()) or moves(now, infeasible.decision())
-
-
-def knowledge_runs(knowledge: Knowledge) -> list[Measurement]:
-    return [m for ms in knowledge.runs.values() for m in ms]
 
 
 @settings(max_examples=120, deadline=None)
