@@ -84,20 +84,27 @@ def test_duplicate_id_and_bad_lengths_are_input_errors():
         engine.add_request(2, 0, 5, 0.0)
 
 
-def test_fast_forward_matches_single_steps():
-    def run(fast):
+def test_step_advance_and_run_until_give_the_same_run():
+    def run(how):
         engine = qwen(tp=4)
         for rid in range(20):
             engine.add_request(rid, 200 + 13 * rid, 40 + 7 * rid, 0.0)
         while engine.has_work:
-            if not (fast and engine.fast_forward(np.inf)):
-                engine.step()
+            {"step": engine.step, "advance": engine.advance, "run_until": lambda: engine.run_until(np.inf)}[how]()
         r = engine.requests
-        return r.finish[: r.size].copy(), engine.inter_token_gaps()[1]
-    slow_finish, slow_gaps = run(False)
-    fast_finish, fast_gaps = run(True)
-    np.testing.assert_allclose(fast_finish, slow_finish, rtol=1e-9)
-    np.testing.assert_allclose(np.sort(fast_gaps), np.sort(slow_gaps), rtol=1e-9, atol=1e-12)
+        return r.finish.tolist(), sorted(engine.inter_token_gaps()[1].tolist()), engine.steps
+    assert run("step") == run("advance") == run("run_until")
+
+
+def test_snapshot_brings_steady_decoders_up_to_date():
+    engine = qwen(tp=4)
+    engine.add_request(0, 100, 50, 0.0)
+    for _ in range(6):
+        engine.step()  # step 1 prefills and emits; steps 2-6 decode
+    r = engine.requests
+    assert (r.computed[0], r.generated[0], r.last_token[0]) == (105, 6, engine.now_s)
+    gaps = engine.inter_token_gaps()[1]
+    assert gaps.size == 5 and np.all(gaps > 0)
 
 
 def test_unknown_model_and_gpu_and_too_big_model():

@@ -10,11 +10,15 @@ What it keeps from vLLM V1 (``vllm/v1/core/sched/scheduler.py``, behaviour not c
   freed, its progress dropped: recompute) and put back at the head of the queue; no new request is
   admitted in a step that preempted.
 
-Per-request state lives in numpy arrays; one step costs a few dozen vector operations.
+Requests in steady decode (one token per step) are kept implicitly (``SteadyDecoders``), so a step
+costs O(1) for them and O(k) for the k requests that prefill, join, leave or finish in it. Steps
+that preempt, or whose token budget starves a decoder, first make every request explicit and then
+follow the rules above one request at a time.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -22,7 +26,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from fleetsieve.errors import InputError
+from fleetsieve.sim.decoders import LeftDecoder, SteadyDecoders, TokenGaps
 from fleetsieve.sim.kvcache import KVLayout
+from fleetsieve.sim.request_log import RequestLog, RequestTable
 from fleetsieve.sim.steptime import StepTimeModel
 
 
@@ -49,67 +55,58 @@ class StepOutcome:
     preempted: tuple[int, ...]
 
 
-_INT_FIELDS = ("prompt", "target", "generated", "computed", "held", "preemptions", "arrival_step", "first_step",
-               "finish_step")
-_FLOAT_FIELDS = ("arrival", "first_token", "last_token", "finish")
 STEP_FEATURES = ("prefill_tokens", "decode_seqs", "prefill_pairs", "decode_ctx_tokens", "sampled_seqs", "seqs")
+Chunk = tuple[int, int]  # (request index, tokens computed for it this step)
 
 
-class RequestTable:
-    """Per-request state as growable numpy columns, indexed by admission order."""
-
-    def __init__(self, capacity: int = 1024) -> None:
-        self.size = 0
-        self.ids = np.zeros(capacity, dtype=np.int64)
-        for name in _INT_FIELDS:
-            setattr(self, name, np.zeros(capacity, dtype=np.int64))
-        for name in _FLOAT_FIELDS:
-            setattr(self, name, np.full(capacity, np.nan))
-
-    def append(self, request_id: int, prompt: int, target: int, arrival: float) -> int:
-        if self.size == len(self.ids):
-            self._grow()
-        i = self.size
-        self.ids[i], self.prompt[i], self.target[i], self.arrival[i] = request_id, prompt, target, arrival
-        self.first_step[i] = self.finish_step[i] = -1
-        self.size += 1
-        return i
-
-    def _grow(self) -> None:
-        for name in ("ids",) + _INT_FIELDS + _FLOAT_FIELDS:
-            old = getattr(self, name)
-            fill = np.nan if name in _FLOAT_FIELDS else 0
-            setattr(self, name, np.concatenate([old, np.full(len(old), fill, dtype=old.dtype)]))
+def _blocks(tokens: int, block_size: int) -> int:
+    return -(-tokens // block_size)
 
 
 class Engine:
-    """One replica. Time is simulated: ``now_s`` advances by each step's modelled duration."""
+    """One replica. Time is simulated: ``now_s`` advances by each step's modelled duration.
+
+    Requests are indexed by admission order. A running request is either a steady decoder (held
+    in ``_decoders``, counts implicit) or explicit (counts in ``_log``); KV blocks held by a
+    running request are always ``ceil(computed / block_size)``.
+    """
 
     def __init__(self, step_model: StepTimeModel, layout: KVLayout, config: EngineConfig) -> None:
         if not layout.fits:
             raise InputError("--tp", f"the model does not fit on {step_model.tp} GPU(s): no memory left for KV cache")
         self.step_model, self.layout, self.config = step_model, layout, config
-        self.requests = RequestTable()
         self.now_s = 0.0
         self.steps = 0
         self.free_blocks = layout.num_blocks
+        self._log = RequestLog()
         self._index: dict[int, int] = {}
         self._waiting: deque[int] = deque()
-        self._running = np.zeros(0, dtype=np.int64)
-        self._itl: list[tuple[np.ndarray, np.ndarray]] = []
+        self._running: dict[int, None] = {}  # every running request, in admission order
+        self._explicit: dict[int, None] = {}  # the running requests that are not steady decoders
+        self._decoders = SteadyDecoders(config.block_size)
+        self._gaps = TokenGaps() if config.record_itl else None
         self._step_log: list[tuple[float, ...]] = []
 
     @property
     def has_work(self) -> bool:
-        return bool(self._running.size or self._waiting)
+        return bool(self._running or self._waiting)
 
     @property
     def num_running(self) -> int:
-        return int(self._running.size)
+        return len(self._running)
 
     @property
     def num_waiting(self) -> int:
         return len(self._waiting)
+
+    @property
+    def requests(self) -> RequestTable:
+        """A snapshot of every request so far (built on each access: read it once per use)."""
+        table = self._log.table()
+        for i in self._decoders:
+            table.computed[i], table.generated[i] = self._decoders.counts(i, self.steps)
+            table.last_token[i] = self.now_s
+        return table
 
     def add_request(self, request_id: int, prompt_tokens: int, output_tokens: int, now_s: float) -> None:
         """Queue a request that arrived at ``now_s`` (an idle engine's clock jumps forward to it)."""
@@ -119,180 +116,243 @@ class Engine:
             raise InputError("add_request", f"request {request_id}: prompt and output tokens must be >= 1")
         if not self.has_work:
             self.now_s = max(self.now_s, now_s)
-        self._index[request_id] = self.requests.append(request_id, prompt_tokens, output_tokens, now_s)
-        self.requests.arrival_step[self._index[request_id]] = self.steps
-        self._waiting.append(self._index[request_id])
+        index = self._log.append(request_id, int(prompt_tokens), int(output_tokens), float(now_s), self.steps)
+        self._index[request_id] = index
+        self._waiting.append(index)
 
     def step(self) -> StepOutcome | None:
         """Run one iteration: schedule, time it, advance the clock, emit tokens."""
         if not self.has_work:
             return None
-        run, sched, preempted = self._schedule_running()
+        duration, emitted, finished, preempted = self._run_step(detail=True)
+        ids = self._log.ids
+        return StepOutcome(duration, dict.fromkeys([ids[i] for i in emitted], 1), tuple(ids[i] for i in finished),
+                           tuple(ids[i] for i in preempted))
+
+    def advance(self) -> int:
+        """``step`` without building its outcome: returns how many requests finished (0 when idle)."""
+        return len(self._run_step(detail=False)[2]) if self.has_work else 0
+
+    def run_until(self, until_s: float) -> int:
+        """Run steps while there is work and the clock is before ``until_s``; returns how many ran."""
+        first = self.steps
+        while (self._running or self._waiting) and self.now_s < until_s:
+            if self._explicit or self._waiting or not self._decode_only_steps(until_s):
+                self._run_step(detail=False)
+        return self.steps - first
+
+    def _decode_only_steps(self, until_s: float) -> int:
+        """Steps in which only steady decoders run and nothing waits, while that lasts (nothing
+        can join: the queue is fed from outside). Same outcome as ``_run_step``, whose loops are
+        all empty then; this is the simulator's innermost loop, so it skips them."""
+        decoders, ends = self._decoders, (self._gaps.step_ends_s if self._gaps is not None else None)
+        step, first, budget = self.steps, self.steps, self.config.max_num_batched_tokens
+        while (n := len(decoders)) and n <= budget and self.now_s < until_s:
+            blocks = decoders.new_blocks(step)
+            if blocks > self.free_blocks:
+                break  # a decoder would be preempted: the per-request rules decide
+            self.free_blocks -= blocks
+            features = (0.0, float(n), 0.0, float(decoders.context_tokens(step)), float(n), float(n))
+            if self.config.record_steps:
+                self._step_log.append(features)
+            self.now_s += self.step_model.step_s_scalar(*features)
+            self.steps = step + 1
+            if ends is not None:
+                ends.append(self.now_s)
+            if decoders.next_last_step() == step:
+                self._finish_decoders(step)
+            step += 1
+        return step - first
+
+    def _run_step(self, detail: bool) -> tuple[float, list[int], list[int], list[int]]:
+        """One iteration; returns (duration, emitted, finished, preempted) as request indices
+        (``emitted`` only when ``detail``)."""
+        step, preempted = self.steps, []
+        plan = self._plan_steady(step)
+        if plan is None:
+            self._make_all_explicit(step)
+            plan, preempted = self._plan_explicit()
+        chunks, budget = plan
         if not preempted:
-            run, sched = self._admit_waiting(run, sched)
-        self._running = run
-        active = sched > 0
-        scheduled, chunk = run[active], sched[active]
-        duration = self._time_step(scheduled, chunk)
+            chunks += self._admit(budget)
+        emitted = list(self._decoders) if detail else []
+        duration = self._time_step(step, chunks)
         self.now_s += duration
-        self.steps += 1
-        emitted, finished = self._advance(scheduled, chunk)
-        ids = self.requests.ids
-        return StepOutcome(duration, dict.fromkeys(ids[emitted].tolist(), 1),
-                           tuple(ids[finished].tolist()), tuple(ids[preempted].tolist()))
-
-    def fast_forward(self, until_s: float, max_steps: int = 4096) -> int:
-        """Run several pure-decode steps at once, exactly as ``step`` would, and return how many.
-
-        Applies only when nothing waits and every running request is decoding; stops at the first
-        finish, at the first step ending at or after ``until_s`` (the next arrival), or when KV
-        blocks would run short. Returns 0 (and does nothing) when it does not apply.
-        """
-        r, run = self.requests, self._running
-        if self._waiting or not run.size or self.config.record_steps or run.size > self.config.max_num_batched_tokens:
-            return 0
-        computed, generated = r.computed[run], r.generated[run]
-        if np.any(r.prompt[run] + generated - computed != 1) or np.any(generated == 0):
-            return 0
-        n = float(run.size)
-        ctx0 = float((computed + 1).sum())
-        j = np.arange(min(max_steps, int((r.target[run] - generated).min())), dtype=float)
-        durations = self.step_model.step_s(0.0, n, 0.0, ctx0 + j * n, n, n)
-        ends = self.now_s + np.cumsum(durations)
-        k = min(int(np.searchsorted(ends, until_s, side="left")) + 1, j.size)
-        extra = np.maximum(-(-(computed + k) // self.config.block_size) - r.held[run], 0)
-        if k < 2 or extra.sum() > self.free_blocks:
-            return 0
-        self._apply_decode_steps(run, durations[:k], extra)
-        return k
-
-    def _apply_decode_steps(self, run: np.ndarray, durations: np.ndarray, extra: np.ndarray) -> None:
-        r, k = self.requests, durations.size
-        r.held[run] += extra
-        self.free_blocks -= int(extra.sum())
-        if self.config.record_itl:
-            first_gap = self.now_s + durations[0] - r.last_token[run]
-            gaps = np.concatenate([first_gap, np.repeat(durations[1:], run.size)])
-            self._itl.append((np.tile(run, k), gaps))
-        self.now_s += float(durations.sum())
-        self.steps += k
-        r.computed[run] += k
-        r.generated[run] += k
-        r.last_token[run] = self.now_s
-        finished = run[r.generated[run] >= r.target[run]]
-        if finished.size:
-            r.finish[finished] = self.now_s
-            r.finish_step[finished] = self.steps - 1
-            self.free_blocks += int(r.held[finished].sum())
-            r.held[finished] = 0
-            self._running = run[~np.isin(run, finished)]
+        self.steps = step + 1
+        if self._gaps is not None:
+            self._gaps.step_ends_s.append(self.now_s)
+        finished = self._finish_decoders(step)
+        emitted += self._advance_explicit(chunks, step, finished)
+        return duration, emitted, finished, preempted
 
     # -- scheduling ---------------------------------------------------------------------------
 
-    def _schedule_running(self) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        """Give running requests their share of the token budget, preempting when blocks run out."""
-        r, run = self.requests, self._running
-        need = r.prompt[run] + r.generated[run] - r.computed[run]
-        before = np.cumsum(need) - need
-        sched = np.clip(self.config.max_num_batched_tokens - before, 0, need)
-        bs = self.config.block_size
-        extra = np.where(sched > 0, np.maximum(-(-(r.computed[run] + sched) // bs) - r.held[run], 0), 0)
+    def _plan_steady(self, step: int) -> tuple[list[Chunk], int] | None:
+        """The common case: every running request gets all the tokens it needs and the blocks for
+        them. Returns (chunks of explicit requests, budget left), or None when the budget would
+        fall short or blocks would run out (then the one-request-at-a-time rules decide)."""
+        log, block_size = self._log, self.config.block_size
+        chunks, tokens, blocks = [], len(self._decoders), self._decoders.new_blocks(step)
+        for i in self._explicit:
+            computed = log.computed[i]
+            need = log.prompt[i] + log.generated[i] - computed
+            chunks.append((i, need))
+            tokens += need
+            blocks += _blocks(computed + need, block_size) - _blocks(computed, block_size)
+        if tokens > self.config.max_num_batched_tokens or blocks > self.free_blocks:
+            return None
+        self.free_blocks -= blocks
+        return chunks, self.config.max_num_batched_tokens - tokens
+
+    def _make_all_explicit(self, step: int) -> None:
+        log = self._log
+        for left in self._decoders.leave_all(step):
+            self._set_counts(left)
+            log.last_token[left.index] = self.now_s
+            self._explicit[left.index] = None
+            if self._gaps is not None:
+                self._gaps.add_span(left.index, left.joined_after_s, left.first_step, step - 1)
+
+    def _plan_explicit(self) -> tuple[tuple[list[Chunk], int], list[int]]:
+        """vLLM's rules per request: the budget goes to running requests in admission order; when
+        one cannot get a block, the newest running request is preempted (recompute)."""
+        log, block_size, budget = self._log, self.config.block_size, self.config.max_num_batched_tokens
+        run, grants, blocks, before = list(self._running), [], [], 0
+        for i in run:
+            need = log.prompt[i] + log.generated[i] - log.computed[i]
+            grant = min(max(budget - before, 0), need)
+            before += need
+            grants.append(grant)
+            blocks.append(_blocks(log.computed[i] + grant, block_size) - _blocks(log.computed[i], block_size))
         preempted: list[int] = []
-        while run.size:
-            over = np.flatnonzero(np.cumsum(extra) > self.free_blocks)
-            if not over.size:
-                break
-            victim = int(run[-1])
+        while run and (over := _first_over(blocks, self.free_blocks)) is not None:
+            victim = run.pop()
+            grants.pop(), blocks.pop()
             self._preempt(victim)
             preempted.append(victim)
-            run, sched, extra = run[:-1], sched[:-1], extra[:-1]
-            if run.size == over[0]:
+            if len(run) == over:
                 break  # the request that needed the block was itself the newest: it waits
-        r.held[run] += extra
-        self.free_blocks -= int(extra.sum())
-        return run, sched, preempted
+        self.free_blocks -= sum(blocks)
+        return ([(i, g) for i, g in zip(run, grants) if g > 0], budget - sum(grants)), preempted
 
     def _preempt(self, i: int) -> None:
-        r = self.requests
-        self.free_blocks += int(r.held[i])
-        r.held[i] = 0
-        r.computed[i] = 0
-        r.preemptions[i] += 1
+        log = self._log
+        self.free_blocks += _blocks(log.computed[i], self.config.block_size)
+        log.computed[i] = 0
+        log.preemptions[i] += 1
+        del self._running[i], self._explicit[i]
         self._waiting.appendleft(i)
 
-    def _admit_waiting(self, run: np.ndarray, sched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _admit(self, budget: int) -> list[Chunk]:
         """Admit queued requests in FCFS order while budget, sequence slots and blocks allow."""
-        r, cfg = self.requests, self.config
-        budget = cfg.max_num_batched_tokens - int(sched.sum())
-        slots = cfg.max_num_seqs - run.size
-        admitted: list[int] = []
-        chunks: list[int] = []
+        log, block_size = self._log, self.config.block_size
+        slots = self.config.max_num_seqs - len(self._running)
+        chunks: list[Chunk] = []
         while self._waiting and budget > 0 and slots > 0:
             i = self._waiting[0]
-            n = min(int(r.prompt[i] + r.generated[i] - r.computed[i]), budget)
-            blocks = -(-(int(r.computed[i]) + n) // cfg.block_size) - int(r.held[i])
+            computed = log.computed[i]
+            n = min(log.prompt[i] + log.generated[i] - computed, budget)
+            blocks = _blocks(computed + n, block_size) - _blocks(computed, block_size)
             if blocks > self.free_blocks:
                 break
             self._waiting.popleft()
             self.free_blocks -= blocks
-            r.held[i] += blocks
-            admitted.append(i)
-            chunks.append(n)
+            self._running[i] = self._explicit[i] = None
+            chunks.append((i, n))
             budget -= n
             slots -= 1
-        if not admitted:
-            return run, sched
-        return np.concatenate([run, admitted]), np.concatenate([sched, chunks])
+        return chunks
 
     # -- timing and bookkeeping ---------------------------------------------------------------
 
-    def _time_step(self, scheduled: np.ndarray, chunk: np.ndarray) -> float:
-        r = self.requests
-        computed = r.computed[scheduled]
-        remaining = r.prompt[scheduled] + r.generated[scheduled] - computed
-        decode = remaining == 1
-        prefill_chunk = chunk[~decode]
-        features = (
-            float(prefill_chunk.sum()), float(decode.sum()),
-            float((prefill_chunk * (computed[~decode] + (prefill_chunk + 1) / 2)).sum()),
-            float((computed[decode] + 1).sum()), float((chunk == remaining).sum()), float(scheduled.size),
-        )
+    def _time_step(self, step: int, chunks: list[Chunk]) -> float:
+        log, decoders = self._log, len(self._decoders)
+        prefill_tokens, decode_seqs, sampled, pairs = 0, decoders, decoders, 0.0
+        context = self._decoders.context_tokens(step)
+        for i, n in chunks:
+            computed = log.computed[i]
+            remaining = log.prompt[i] + log.generated[i] - computed
+            sampled += n == remaining
+            if remaining == 1:
+                decode_seqs += 1
+                context += computed + 1
+            else:
+                prefill_tokens += n
+                pairs += n * (computed + (n + 1) / 2)
+        features = (float(prefill_tokens), float(decode_seqs), pairs, float(context), float(sampled),
+                    float(decoders + len(chunks)))
         if self.config.record_steps:
             self._step_log.append(features)
         return self.step_model.step_s_scalar(*features)
 
-    def _advance(self, scheduled: np.ndarray, chunk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Apply the step: computed tokens, sampled tokens, first tokens, finishes."""
-        r, now = self.requests, self.now_s
-        r.computed[scheduled] += chunk
-        emitted = scheduled[r.computed[scheduled] == r.prompt[scheduled] + r.generated[scheduled]]
-        r.generated[emitted] += 1
-        is_first = r.generated[emitted] == 1
-        first = emitted[is_first & np.isnan(r.first_token[emitted])]
-        r.first_token[first] = now
-        r.first_step[first] = self.steps - 1
-        if self.config.record_itl:
-            later = emitted[~is_first]
-            self._itl.append((later, now - r.last_token[later]))
-        r.last_token[emitted] = now
-        finished = emitted[r.generated[emitted] >= r.target[emitted]]
-        if finished.size:
-            r.finish[finished] = now
-            r.finish_step[finished] = self.steps - 1
-            self.free_blocks += int(r.held[finished].sum())
-            r.held[finished] = 0
-            self._running = self._running[~np.isin(self._running, finished)]
-        return emitted, finished
+    def _finish_decoders(self, step: int) -> list[int]:
+        finished = []
+        for left in self._decoders.leave_finished(step):
+            self._set_counts(left)
+            if self._gaps is not None:
+                self._gaps.add_span(left.index, left.joined_after_s, left.first_step, step)
+            self._finish(left.index, step)
+            finished.append(left.index)
+        return finished
+
+    def _advance_explicit(self, chunks: list[Chunk], step: int, finished: list[int]) -> list[int]:
+        """Apply the step to explicit requests; one that emits either finishes or starts decoding."""
+        log, emitted = self._log, []
+        for i, n in chunks:
+            computed = log.computed[i] + n
+            log.computed[i] = computed
+            if computed != log.prompt[i] + log.generated[i]:
+                continue  # a prefill chunk that did not reach the end of the prompt
+            generated = log.generated[i] = log.generated[i] + 1
+            emitted.append(i)
+            self._record_token(i, generated, step)
+            if generated >= log.target[i]:
+                self._finish(i, step)
+                finished.append(i)
+            else:
+                del self._explicit[i]
+                self._decoders.join(i, computed, generated, log.target[i], step + 1, self.now_s)
+        return emitted
+
+    def _record_token(self, i: int, generated: int, step: int) -> None:
+        log = self._log
+        if generated == 1:
+            if math.isnan(log.first_token[i]):
+                log.first_token[i], log.first_step[i] = self.now_s, step
+        elif self._gaps is not None:
+            self._gaps.add(i, self.now_s - log.last_token[i])
+        log.last_token[i] = self.now_s
+
+    def _finish(self, i: int, step: int) -> None:
+        log = self._log
+        log.finish[i] = log.last_token[i] = self.now_s
+        log.finish_step[i] = step
+        self.free_blocks += _blocks(log.computed[i], self.config.block_size)
+        del self._running[i]
+        self._explicit.pop(i, None)
+
+    def _set_counts(self, left: LeftDecoder) -> None:
+        self._log.computed[left.index], self._log.generated[left.index] = left.computed, left.generated
 
     # -- logs for runners and calibration -----------------------------------------------------
 
     def inter_token_gaps(self) -> tuple[np.ndarray, np.ndarray]:
         """(request index, gap seconds) of every non-first output token so far."""
-        if not self._itl:
+        if self._gaps is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        return np.concatenate([i for i, _ in self._itl]), np.concatenate([g for _, g in self._itl])
+        return self._gaps.arrays(self._decoders.open_spans())
 
     def step_features(self) -> dict[str, np.ndarray]:
         """Per-step batch features (needs ``record_steps``), for re-timing steps under new parameters."""
         table = np.array(self._step_log, dtype=float).reshape(-1, len(STEP_FEATURES))
         return {name: table[:, k] for k, name in enumerate(STEP_FEATURES)}
+
+
+def _first_over(blocks: list[int], free_blocks: int) -> int | None:
+    """Index of the first request whose cumulative block demand exceeds ``free_blocks``."""
+    total = 0
+    for k, b in enumerate(blocks):
+        total += b
+        if total > free_blocks:
+            return k
+    return None

@@ -82,11 +82,7 @@ def run_closed_loop(engine: Engine, *, concurrency: int, isl: int, osl: int, wav
         engine.add_request(client, isl, max(1, -(-osl * (client + 1) // concurrency)), 0.0)
     sent, total = concurrency, concurrency * waves
     while engine.has_work:
-        if engine.fast_forward(math.inf):
-            finished = int(np.isin(engine.requests.finish_step[: engine.requests.size], engine.steps - 1).sum())
-        else:
-            finished = len(engine.step().finished)
-        for _ in range(finished):
+        for _ in range(engine.advance()):
             if sent < total:
                 engine.add_request(sent, isl, osl, engine.now_s)
                 sent += 1
@@ -129,10 +125,7 @@ def _feed(engine: Engine, arrival: np.ndarray, prompt: np.ndarray, output: np.nd
         for k in range(nxt, upto):
             engine.add_request(k, int(prompt[k]), int(output[k]), float(arrival[k]))
         nxt = max(nxt, upto)
-        until = float(arrival[nxt]) if nxt < total else horizon
-        if not engine.fast_forward(until):
-            engine.step()
-
+        engine.run_until(min(float(arrival[nxt]), horizon) if nxt < total else horizon)
 
 def _censor(engine: Engine, measured: np.ndarray, unfinished: np.ndarray, end: float, metrics: dict[str, float]) -> None:
     """Recompute e2el/ttft tails with unfinished requests counted at their age (lower bounds)."""

@@ -184,7 +184,9 @@ class StepTimeModel:
         """The same formula as ``step_s`` in plain floats: the engine calls this once per step."""
         per_token, weight_read, per_pair, per_ctx, head_token, head_read = self._coef
         tokens = prefill_tokens + decode_seqs
-        reduce_s = self._reduce_scalar(tokens * self.arch.hidden * ACT_BYTES)
+        reduce_s = self._reduce_by_tokens.get(tokens)
+        if reduce_s is None:  # a step's token count repeats across steps: interpolate once per count
+            reduce_s = self._reduce_by_tokens[tokens] = self._reduce_scalar(tokens * self.arch.hidden * ACT_BYTES)
         per_layer = (max(per_token * tokens, weight_read) + per_pair * prefill_pairs + per_ctx * decode_ctx_tokens
                      + 2.0 * reduce_s + self.params.layer_overhead_s)
         fixed = self.params.step_overhead_s + self.params.per_seq_overhead_s * seqs
@@ -199,6 +201,10 @@ class StepTimeModel:
         i = max(bisect.bisect_right(sizes, message_bytes), 1)
         frac = max(message_bytes - sizes[i - 1], 0.0) / (sizes[i] - sizes[i - 1])
         return self.gpu.all_reduce_scale * (times[i - 1] + frac * (times[i] - times[i - 1]))
+
+    @cached_property
+    def _reduce_by_tokens(self) -> dict[float, float]:
+        return {}
 
     @cached_property
     def _reduce_curve(self) -> tuple[list[float], list[float], float]:
