@@ -48,6 +48,19 @@ def test_simulate_open_loop_json():
     assert data["duration_s"] == 30 and "num_preemptions" in data and data["request_throughput"] > 0
 
 
+def test_open_loop_with_no_measured_request_warns_on_stderr():
+    # Azure code's timestamps have an inter-arrival CV of 13: this 60 s window is empty after warm-up
+    res = invoke("simulate", "--tp", "2", "--workload", "code", "--arrival", "trace", "--rate", "2",
+                 "--duration", "60", "--json")
+    assert res.exit_code == 0
+    assert "warning: no request arrived after the warm-up" in res.stderr
+    assert json.loads(res.stdout)["num_requests"] == 0
+
+
+def test_catalog_help_shows_its_table_names():
+    assert "[models.X] / [hardware.X]" in " ".join(invoke("simulate", "--help").output.split())
+
+
 def test_one_line_errors():
     for args, text in [(["--model", "x/y", "--concurrency", "2"], "unknown model"),
                        (["--gpu", "tpu", "--concurrency", "2"], "unknown gpu"),

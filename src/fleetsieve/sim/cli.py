@@ -13,7 +13,7 @@ from fleetsieve.errors import InputError
 
 MODEL_OPT = typer.Option("Qwen/Qwen3-32B", "--model", help="model name from the catalog")
 GPU_OPT = typer.Option("h100-sxm", "--gpu", help="h100-sxm, h200-sxm, a100-sxm, or one from --catalog")
-CATALOG_OPT = typer.Option(None, "--catalog", help="TOML with extra [models.X] / [hardware.X] entries")
+CATALOG_OPT = typer.Option(None, "--catalog", help="TOML with extra \\[models.X] / \\[hardware.X] entries")  # "\\[" keeps Rich from reading it as markup
 
 
 def _print_error(err: InputError) -> typer.Exit:
@@ -48,6 +48,9 @@ def simulate(
                            seed, catalog, kv_precision)
     except InputError as err:
         raise _print_error(err) from None
+    if workload is not None and result["num_requests"] == 0:  # bursty traces can leave a short window empty
+        typer.echo("warning: no request arrived after the warm-up (first 10 % of --duration); metrics are empty. "
+                   "Use a longer --duration (trace-timed arrivals are bursty).", err=True)
     if as_json:
         typer.echo(json.dumps(_json_safe(result), sort_keys=True))
         return
