@@ -69,7 +69,8 @@ def make_token_source(kind: str, *, model: str, gpu: str, tp: int, precision: st
         from fleetsieve.sim import make_engine  # the simulator is optional for the fixed mode
     except ImportError:
         from fleetsieve.sim.factory import make_engine
-    return make_engine(model=model, gpu=gpu, tp=tp, precision=precision)
+    # clients time the tokens themselves; a long-lived server should not also keep every gap
+    return make_engine(model=model, gpu=gpu, tp=tp, precision=precision, record_itl=False)
 
 
 #: Called with (tokens emitted, finished?) each time a request makes progress.
