@@ -5,7 +5,8 @@
 Cell (as in PEERS.md): CodeLlama-34B on H100, Azure conversation lengths ("chat"), Poisson arrivals,
 500 and 5,000 requests. Vidur (PyPI ``vidur``, optional ``bench`` extra) is run when it can be; the
 PyPI package fetches its operator profiles from the Hugging Face hub at run time
-(``snapshot_download`` in ``vidur/execution_time_predictor/sklearn_execution_time_predictor.py``),
+(``snapshot_download`` in ``vidur/execution_time_predictor/sklearn_execution_time_predictor.py``,
+datasets named by ``BaseExecutionTimePredictorConfig`` in ``vidur/config/config.py``),
 so on a machine without internet it cannot run. Then this script prints PEERS.md's figures for
 Vidur measured on a machine of this kind, labelled as such, next to ours measured here.
 """
@@ -36,16 +37,19 @@ def ours(requests: int, tp: int, rate: float) -> tuple[float, int]:
 
 
 def try_vidur() -> str:
-    try:
-        import vidur  # noqa: F401
-    except ImportError as err:
-        return f"not installed ({err}); install with: pip install 'fleetsieve[bench]'"
+    """Whether Vidur can run here: it needs its profiling datasets from the Hugging Face hub first."""
     try:
         from huggingface_hub import snapshot_download
-
-        snapshot_download(repo_id="project-vajra/vidur-profiling-data", repo_type="dataset")  # what vidur fetches first
-    except Exception as err:  # the reason is printed, not swallowed
-        return f"installed but cannot fetch its profiles from the Hugging Face hub: {type(err).__name__}: {err}"
+        from vidur.config.config import BaseExecutionTimePredictorConfig
+    except ImportError as err:
+        return f"not installed ({err}); install with: pip install 'fleetsieve[bench]'"
+    defaults = BaseExecutionTimePredictorConfig()
+    for repo_id in (defaults.model_profiling_dataset, defaults.network_profiling_dataset):
+        try:
+            snapshot_download(repo_id=repo_id, repo_type="dataset")  # what Vidur does before simulating
+        except Exception as err:  # the reason is printed, not swallowed
+            return f"installed, but cannot fetch its profiles ({repo_id}) from the Hugging Face hub: " \
+                   f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
     return "installed and online: run `python -m vidur.main` on the same cell and compare"
 
 
