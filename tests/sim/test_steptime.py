@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetsieve.sim import load_catalog, load_fitted_params
 from fleetsieve.sim.steptime import StepTimeModel, all_reduce_s
@@ -71,3 +73,13 @@ def test_kv_precision_changes_only_decode_kv_reads():
     kv_read_fp8 = 64 * 4096 * 2 * (arch.kv_heads / 4) * arch.head_dim * 1 / (gpu.hbm_bytes_per_s * params.hbm_eff)
     extra = bf16_kv.step_s_scalar(*decode) - fp8_kv.step_s_scalar(*decode)
     assert extra == pytest.approx(arch.layers * kv_read_fp8, rel=1e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), seqs=st.integers(1, 512), context=st.integers(1, 4_000_000),
+       name=st.sampled_from(["Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"]))
+def test_decode_step_is_the_general_formula_bit_for_bit(tp, seqs, context, name):
+    m = model(name, tp=tp, precision="fp8" if "70B" in name else "bf16")
+    assert m.decode_step_s(seqs, context) == m.step_s_scalar(0.0, float(seqs), 0.0, float(context), float(seqs),
+                                                            float(seqs))
+    assert m.decode_step_s(seqs, context) == m.decode_step_s(seqs, context)  # the cached terms change nothing

@@ -152,10 +152,10 @@ class Engine:
             if blocks > self.free_blocks:
                 break  # a decoder would be preempted: the per-request rules decide
             self.free_blocks -= blocks
-            features = (0.0, float(n), 0.0, float(decoders.context_tokens(step)), float(n), float(n))
+            context = decoders.context_tokens(step)
             if self.config.record_steps:
-                self._step_log.append(features)
-            self.now_s += self.step_model.step_s_scalar(*features)
+                self._step_log.append((0.0, float(n), 0.0, float(context), float(n), float(n)))
+            self.now_s += self.step_model.decode_step_s(n, context)
             self.steps = step + 1
             if ends is not None:
                 ends.append(self.now_s)

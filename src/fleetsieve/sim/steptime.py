@@ -192,6 +192,27 @@ class StepTimeModel:
         fixed = self.params.step_overhead_s + self.params.per_seq_overhead_s * seqs
         return self.arch.layers * per_layer + max(head_token * sampled_seqs, head_read) + fixed
 
+    def decode_step_s(self, seqs: int, context_tokens: int) -> float:
+        """``step_s_scalar`` of a pure-decode step (``seqs`` decoders attending to
+        ``context_tokens`` in all), bit for bit: the same operations in the same order, with the
+        terms that depend only on ``seqs`` computed once per batch size."""
+        parts = self._decode_parts.get(seqs)
+        if parts is None:
+            parts = self._decode_parts[seqs] = self._decode_terms(float(seqs))
+        per_token_part, reduce_part, head_part, fixed_part = parts
+        per_layer = per_token_part + self._coef[3] * context_tokens + reduce_part + self.params.layer_overhead_s
+        return self.arch.layers * per_layer + head_part + fixed_part
+
+    def _decode_terms(self, n: float) -> tuple[float, float, float, float]:
+        per_token, weight_read, per_pair, _, head_token, head_read = self._coef
+        reduce_s = self._reduce_scalar(n * self.arch.hidden * ACT_BYTES)
+        return (max(per_token * n, weight_read) + per_pair * 0.0, 2.0 * reduce_s, max(head_token * n, head_read),
+                self.params.step_overhead_s + self.params.per_seq_overhead_s * n)
+
+    @cached_property
+    def _decode_parts(self) -> dict[int, tuple[float, float, float, float]]:
+        return {}
+
     def _reduce_scalar(self, message_bytes: float) -> float:
         if self.tp <= 1:
             return 0.0
