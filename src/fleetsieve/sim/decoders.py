@@ -119,19 +119,15 @@ class TokenGaps:
         self._single[1].append(gap_s)
 
     def add_span(self, index: int, previous_token_s: float, first_step: int, last_step: int) -> None:
-        if last_step >= first_step:
-            for column, value in zip(self._spans, (index, previous_token_s, first_step, last_step)):
-                column.append(value)
+        _append_span(self._spans, index, previous_token_s, first_step, last_step)
 
     def arrays(self, open_spans: list[tuple[int, float, int]] = ()) -> tuple[np.ndarray, np.ndarray]:
         """(request index, gap seconds) of every recorded gap, plus those of ``open_spans``
         ((index, previous token clock, first step) of decoders still running at the last step)."""
         last_step = len(self.step_ends_s) - 1
-        spans = [list(c) for c in self._spans]
+        spans = tuple(list(c) for c in self._spans)
         for index, previous_s, first in open_spans:
-            if last_step >= first:
-                for column, value in zip(spans, (index, previous_s, first, last_step)):
-                    column.append(value)
+            _append_span(spans, index, previous_s, first, last_step)
         index, previous, first, last = (np.asarray(c, dtype=t) for c, t in zip(spans, (np.int64, float, np.int64, np.int64)))
         lengths = last - first + 1
         starts = np.cumsum(lengths) - lengths
@@ -141,3 +137,12 @@ class TokenGaps:
         before[starts] = previous  # every span is non-empty, so each start is a real position
         return (np.concatenate([np.asarray(self._single[0], dtype=np.int64), np.repeat(index, lengths)]),
                 np.concatenate([np.asarray(self._single[1], dtype=float), ends[steps] - before]))
+
+
+def _append_span(columns: tuple[list, ...], index: int, previous_token_s: float, first_step: int,
+                 last_step: int) -> None:
+    """Add a span to the (index, previous token clock, first step, last step) columns; empty spans
+    (a decoder that left before its first step ran) are skipped."""
+    if last_step >= first_step:
+        for column, value in zip(columns, (index, previous_token_s, first_step, last_step)):
+            column.append(value)

@@ -50,9 +50,6 @@ class RequestLog:
         for name in _INT_COLUMNS + _TIME_COLUMNS:
             setattr(self, name, [])
 
-    def __len__(self) -> int:
-        return len(self.ids)
-
     def append(self, request_id: int, prompt: int, target: int, arrival_s: float, arrival_step: int) -> int:
         index = len(self.ids)
         for name, value in (("ids", request_id), ("prompt", prompt), ("target", target), ("computed", 0),

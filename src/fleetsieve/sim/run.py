@@ -14,6 +14,7 @@ import numpy as np
 
 from fleetsieve.errors import InputError
 from fleetsieve.sim.engine import Engine
+from fleetsieve.sim.request_log import RequestTable
 
 LATENCY_STATS = (("mean", None), ("median", 50.0), ("p50", 50.0), ("p90", 90.0), ("p99", 99.0))
 
@@ -47,9 +48,9 @@ def _stats(kind: str, values_s: np.ndarray) -> dict[str, float]:
     return out
 
 
-def latency_metrics(engine: Engine, measured: np.ndarray, window_s: float) -> dict[str, float]:
-    """vLLM-style metrics over the finished requests in ``measured`` (indices into the engine's table)."""
-    r = engine.requests
+def latency_metrics(engine: Engine, r: RequestTable, measured: np.ndarray, window_s: float) -> dict[str, float]:
+    """vLLM-style metrics over the finished requests in ``measured`` (indices into ``r``, the
+    engine's request table, read once by the caller: building it costs a pass over every request)."""
     done = measured[~np.isnan(r.finish[measured])]
     frontend = engine.step_model.frontend_latency_s(r.prompt[done])
     ttft = r.first_token[done] - r.arrival[done] + frontend
@@ -88,7 +89,7 @@ def run_closed_loop(engine: Engine, *, concurrency: int, isl: int, osl: int, wav
                 sent += 1
     r = engine.requests
     measured = np.arange(total)
-    metrics = latency_metrics(engine, measured, engine.now_s)
+    metrics = latency_metrics(engine, r, measured, engine.now_s)
     return SimResult(metrics, measured.size, measured.size, engine.now_s, int(r.preemptions[measured].sum()))
 
 
@@ -108,9 +109,9 @@ def run_open_loop(engine: Engine, arrival_s: np.ndarray, prompt_tokens: np.ndarr
     unfinished = measured[np.isnan(r.finish[measured])]
     end = engine.now_s
     last_finish = np.nanmax(r.finish[measured]) if measured.size and np.isfinite(r.finish[measured]).any() else end
-    metrics = latency_metrics(engine, measured, max(min(last_finish, end) - warmup, duration_s - warmup))
+    metrics = latency_metrics(engine, r, measured, max(min(last_finish, end) - warmup, duration_s - warmup))
     if unfinished.size:
-        _censor(engine, measured, unfinished, end, metrics)
+        _censor(r, measured, unfinished, end, metrics)
     return SimResult(metrics, int(measured.size), int(measured.size - unfinished.size), float(duration_s),
                      int(r.preemptions[measured].sum()), int(unfinished.size))
 
@@ -127,9 +128,9 @@ def _feed(engine: Engine, arrival: np.ndarray, prompt: np.ndarray, output: np.nd
         nxt = max(nxt, upto)
         engine.run_until(min(float(arrival[nxt]), horizon) if nxt < total else horizon)
 
-def _censor(engine: Engine, measured: np.ndarray, unfinished: np.ndarray, end: float, metrics: dict[str, float]) -> None:
+
+def _censor(r: RequestTable, measured: np.ndarray, unfinished: np.ndarray, end: float, metrics: dict[str, float]) -> None:
     """Recompute e2el/ttft tails with unfinished requests counted at their age (lower bounds)."""
-    r = engine.requests
     age = end - r.arrival[unfinished]
     done = measured[~np.isnan(r.finish[measured])]
     e2el = np.concatenate([r.finish[done] - r.arrival[done], age])

@@ -184,9 +184,7 @@ class StepTimeModel:
         """The same formula as ``step_s`` in plain floats: the engine calls this once per step."""
         per_token, weight_read, per_pair, per_ctx, head_token, head_read = self._coef
         tokens = prefill_tokens + decode_seqs
-        reduce_s = self._reduce_by_tokens.get(tokens)
-        if reduce_s is None:  # a step's token count repeats across steps: interpolate once per count
-            reduce_s = self._reduce_by_tokens[tokens] = self._reduce_scalar(tokens * self.arch.hidden * ACT_BYTES)
+        reduce_s = self._reduce_for_tokens(tokens)
         per_layer = (max(per_token * tokens, weight_read) + per_pair * prefill_pairs + per_ctx * decode_ctx_tokens
                      + 2.0 * reduce_s + self.params.layer_overhead_s)
         fixed = self.params.step_overhead_s + self.params.per_seq_overhead_s * seqs
@@ -205,13 +203,21 @@ class StepTimeModel:
 
     def _decode_terms(self, n: float) -> tuple[float, float, float, float]:
         per_token, weight_read, per_pair, _, head_token, head_read = self._coef
-        reduce_s = self._reduce_scalar(n * self.arch.hidden * ACT_BYTES)
+        reduce_s = self._reduce_for_tokens(n)
         return (max(per_token * n, weight_read) + per_pair * 0.0, 2.0 * reduce_s, max(head_token * n, head_read),
                 self.params.step_overhead_s + self.params.per_seq_overhead_s * n)
 
     @cached_property
     def _decode_parts(self) -> dict[int, tuple[float, float, float, float]]:
         return {}
+
+    def _reduce_for_tokens(self, tokens: float) -> float:
+        """One all-reduce of ``tokens`` hidden states; a step's token count repeats across steps,
+        so each count is interpolated once."""
+        reduce_s = self._reduce_by_tokens.get(tokens)
+        if reduce_s is None:
+            reduce_s = self._reduce_by_tokens[tokens] = self._reduce_scalar(tokens * self.arch.hidden * ACT_BYTES)
+        return reduce_s
 
     def _reduce_scalar(self, message_bytes: float) -> float:
         if self.tp <= 1:
